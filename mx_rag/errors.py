@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one exception tree of mx_rag.
+
+::
+
+    MxRagError
+    ├── ParameterError            (also ValueError)   an argument is out of its documented range
+    ├── ExtraNotInstalledError    (also ImportError)  an optional dependency is missing
+    └── RemoteError                                   a model or retrieval service failed
+        ├── RemoteConnectionError                     could not connect (after retries)
+        ├── RemoteTimeoutError    (also TimeoutError) a timeout or the total deadline ran out
+        ├── RemoteStatusError                         the server answered a non-2xx status
+        └── RemoteResponseError                       the answer is malformed, too large, an
+            │                                         error event, or cut off mid-way
+            └── ResponseTooLargeError
+
+Every error says what failed, the value involved, and, where there is one, the fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ExtraNotInstalledError",
+    "MxRagError",
+    "ParameterError",
+    "RemoteConnectionError",
+    "RemoteError",
+    "RemoteResponseError",
+    "RemoteStatusError",
+    "RemoteTimeoutError",
+    "ResponseTooLargeError",
+]
+
+BODY_EXCERPT_CHARS = 500
+
+
+class MxRagError(Exception):
+    """Root of every error raised by mx_rag."""
+
+
+class ParameterError(MxRagError, ValueError):
+    """An argument is invalid; the message names the parameter, the value and the allowed range."""
+
+
+class ExtraNotInstalledError(MxRagError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"this feature needs the Python module {module!r}, which is not installed: "
+            f'run pip install "mxrag[{extra}]"'
+        )
+        self.module = module
+        self.extra = extra
+
+
+class RemoteError(MxRagError):
+    """A remote service (LLM, embedding, reranker, retrieval API) failed.
+
+    Attributes:
+        url: the URL that was called.
+    """
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(f"{message} (url: {url})" if url else message)
+        self.url = url
+
+
+class RemoteConnectionError(RemoteError):
+    """The connection could not be made (refused, DNS, TLS handshake), after any retries."""
+
+
+class RemoteTimeoutError(RemoteError, TimeoutError):
+    """A connect or read timeout, or the total deadline of the call, ran out."""
+
+
+class RemoteStatusError(RemoteError):
+    """The server answered with a non-success HTTP status.
+
+    Attributes:
+        status_code: the HTTP status.
+        body: the first characters of the response body.
+    """
+
+    def __init__(self, status_code: int, body: str, *, url: str = "") -> None:
+        self.status_code = status_code
+        self.body = body[:BODY_EXCERPT_CHARS]
+        super().__init__(f"HTTP {status_code}: {self.body or '<empty body>'}", url=url)
+
+
+class RemoteResponseError(RemoteError):
+    """The response could not be used: malformed JSON, an error event, or a stream cut mid-way."""
+
+
+class ResponseTooLargeError(RemoteResponseError):
+    """The response exceeded ``ClientParam.response_limit_size``."""

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: Apache-2.0
+"""LLM and multimodal model clients (OpenAI-compatible chat, image generation).
+
+Names are resolved on first access, so ``import mx_rag.llm`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mx_rag.llm.img2img import Img2ImgMultiModel
+    from mx_rag.llm.img2text import Img2TextLLM
+    from mx_rag.llm.llm_parameter import LLMParameterConfig
+    from mx_rag.llm.text2img import Text2ImgMultiModel
+    from mx_rag.llm.text2text import Text2TextLLM
+
+_LAZY = {
+    "LLMParameterConfig": "mx_rag.llm.llm_parameter",
+    "Text2TextLLM": "mx_rag.llm.text2text",
+    "Img2TextLLM": "mx_rag.llm.img2text",
+    "Text2ImgMultiModel": "mx_rag.llm.text2img",
+    "Img2ImgMultiModel": "mx_rag.llm.img2img",
+}
+
+__all__ = ["Img2ImgMultiModel", "Img2TextLLM", "LLMParameterConfig", "Text2ImgMultiModel", "Text2TextLLM"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mx_rag.llm' has no attribute {name!r}")

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``Text2TextLLM``: chat with any OpenAI-compatible server (vLLM, MindIE, TGI, llama.cpp, Ollama)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.outputs import GenerationChunk
+
+from mx_rag.llm._chat import ChatModel, check_sys_messages
+from mx_rag.llm._openai import build_messages
+from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.utils.checks import check_str
+from mx_rag.utils.common import LLM_TEXT_MAX_LEN
+
+__all__ = ["Text2TextLLM", "_check_sys_messages"]
+
+# The original exposes this name; chains import it to validate their own sys_messages.
+_check_sys_messages = check_sys_messages
+
+
+class Text2TextLLM(ChatModel):
+    """A text chat model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    One pooled HTTP client per instance is reused across calls and threads. Nothing passed in
+    is modified: every call builds a new message list.
+
+    Args:
+        base_url: the full chat-completions URL, e.g. ``https://host:port/v1/chat/completions``.
+        model_name: the model name sent in each request (1 to 128 characters).
+        llm_config: default ``LLMParameterConfig`` when a call passes none (own copy per instance).
+        client_param: ``ClientParam`` for TLS, API key, headers, timeouts and retries.
+
+    Example:
+        >>> from mx_rag.llm import Text2TextLLM, LLMParameterConfig
+        >>> from mx_rag.utils import ClientParam
+        >>> llm = Text2TextLLM(base_url="http://127.0.0.1:8080/v1/chat/completions",
+        ...                    model_name="smollm2", client_param=ClientParam(use_http=True))
+        >>> # llm.chat("What is RAG?", llm_config=LLMParameterConfig(max_tokens=64))
+
+    Raises:
+        ParameterError: an argument is out of range (also a ``ValueError``).
+        RemoteError: the server could not be reached, answered an error, or sent a broken answer.
+    """
+
+    def chat(
+        self,
+        query: str,
+        sys_messages: list[dict[str, Any]] | None = None,
+        role: str = "user",
+        llm_config: LLMParameterConfig | None = None,
+    ) -> str:
+        """Send ``sys_messages`` + ``{"role": role, "content": query}`` and return the answer.
+
+        An answer cut at ``max_tokens`` ends with ``"......"`` (as in the original).
+        """
+        check_str("query", query, 1, LLM_TEXT_MAX_LEN)
+        messages, config = self._resolve(role, sys_messages, llm_config)
+        return self._complete(build_messages(messages, role, query), config)
+
+    def chat_streamly(
+        self,
+        query: str,
+        sys_messages: list[dict[str, Any]] | None = None,
+        role: str = "user",
+        llm_config: LLMParameterConfig | None = None,
+    ) -> Iterator[str]:
+        """Stream the answer: each item is the whole answer so far (not a delta)."""
+        check_str("query", query, 1, LLM_TEXT_MAX_LEN)
+        messages, config = self._resolve(role, sys_messages, llm_config)
+        return _cumulative(self._deltas(build_messages(messages, role, query), config))
+
+    # -- LangChain ---------------------------------------------------------------------------
+
+    def _call(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        check_str("prompt", prompt, 1, LLM_TEXT_MAX_LEN)
+        return self._complete(build_messages([], "user", prompt), self.llm_config, stop)
+
+    def _stream(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[GenerationChunk]:
+        """LangChain streams deltas (``chat_streamly`` keeps the documented cumulative text)."""
+        check_str("prompt", prompt, 1, LLM_TEXT_MAX_LEN)
+        for delta in self._deltas(build_messages([], "user", prompt), self.llm_config, stop):
+            if run_manager is not None:
+                run_manager.on_llm_new_token(delta)
+            yield GenerationChunk(text=delta)
+
+
+def _cumulative(deltas: Iterator[str]) -> Iterator[str]:
+    text = ""
+    for delta in deltas:
+        text += delta
+        yield text
