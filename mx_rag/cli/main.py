@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -80,14 +80,12 @@ def _stop_on_signals() -> Iterator[threading.Event]:
     def handler(signum: int, frame: object) -> None:
         stop.set()
 
-    previous: dict[int, Callable[..., object] | int | None] = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield stop
     finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @llm_app.command()
@@ -112,8 +110,14 @@ def serve(
     with _stop_on_signals() as stop:
         try:
             server = LocalLLMServer(
-                model, host=host, port=port, n_ctx=ctx, n_threads=threads, n_parallel=parallel,
-                model_alias=alias, verbose=verbose,
+                model,
+                host=host,
+                port=port,
+                n_ctx=ctx,
+                n_threads=threads,
+                n_parallel=parallel,
+                model_alias=alias,
+                verbose=verbose,
             ).start()
         except MxRagError as exc:
             _fail(exc)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.language_models.llms import LLM
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from mx_rag.errors import ParameterError
 from mx_rag.llm import _openai
@@ -58,6 +58,16 @@ class ChatModel(LLM):
 
     _http: HttpClient = PrivateAttr()
 
+    @field_validator("llm_config", mode="before")
+    @classmethod
+    def _exact_config(cls, value: Any) -> Any:
+        return check_instance("llm_config", value, LLMParameterConfig)
+
+    @field_validator("client_param", mode="before")
+    @classmethod
+    def _exact_param(cls, value: Any) -> Any:
+        return check_instance("client_param", value, ClientParam)
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
@@ -66,8 +76,6 @@ class ChatModel(LLM):
 
     def model_post_init(self, context: Any, /) -> None:
         check_str("model_name", self.model_name, 1, MAX_MODEL_NAME_LENGTH)
-        check_instance("llm_config", self.llm_config, LLMParameterConfig)
-        check_instance("client_param", self.client_param, ClientParam)
         check_url("base_url", self.base_url, self.client_param)
         self._http = HttpClient(self.client_param)
 

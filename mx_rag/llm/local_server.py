@@ -56,6 +56,7 @@ def _check_port_free(host: str, port: int) -> None:
     """Fail early, with a clear message, when another process already listens on ``port``."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as llama.cpp's listener does
         try:
             probe.bind((host, port))
         except OSError as exc:
@@ -162,7 +163,9 @@ class LocalLLMServer:
         except BaseException:
             self.stop()
             raise
-        logger.info("local LLM %s ready at %s in %.1f s", path.name, self.base_url, time.monotonic() - started)
+        logger.info(
+            "local LLM %s ready at %s in %.1f s", path.name, self.base_url, time.monotonic() - started
+        )
         return self
 
     def stop(self) -> None:

@@ -159,12 +159,13 @@ class HttpClient:
             for chunk in self._chunks(response, url, deadline):
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
+                for line in (*lines, buffer):
+                    if len(line) > limit:
+                        raise ResponseTooLargeError(
+                            f"a streamed line exceeded response_limit_size={limit} bytes", url=url
+                        )
                 for line in lines:
                     yield line.rstrip(b"\r").decode("utf-8", errors="replace")
-                if len(buffer) > limit:
-                    raise ResponseTooLargeError(
-                        f"a streamed line exceeded response_limit_size={limit} bytes", url=url
-                    )
             if buffer:
                 yield buffer.rstrip(b"\r").decode("utf-8", errors="replace")
 

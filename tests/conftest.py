@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Session fixtures shared by the whole test suite.
+
+``local_llm``: the embedded LLM (``mxrag llm serve``) running in a subprocess for the session.
+It is not skipped when the runtime is missing: the fixture fails with the server's error
+(fix: ``mxrag llm pull``).
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SERVE_TIMEOUT = 120.0
+STOP_TIMEOUT = 10.0
+MODEL_ALIAS = "smollm2"
+
+
+@dataclass(frozen=True)
+class LocalLLM:
+    """Where the session's embedded LLM answers."""
+
+    base_url: str  # http://127.0.0.1:PORT/v1
+    chat_url: str  # base_url + /chat/completions
+    model_name: str
+
+
+def _first_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
+    """The first stdout line of ``proc``, or None if none came within ``timeout`` seconds."""
+    stream = proc.stdout
+    assert stream is not None
+    box: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: box.put(stream.readline()), daemon=True).start()
+    try:
+        return box.get(timeout=timeout)
+    except queue.Empty:
+        return None
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def local_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLM]:
+    """Run ``python -m mx_rag.cli llm serve --port 0`` for the session; yield its URLs."""
+    log: Path = tmp_path_factory.mktemp("local_llm") / "serve.stderr"
+    command = [sys.executable, "-m", "mx_rag.cli", "llm", "serve", "--port", "0", "--ctx", "4096"]
+    command += ["--alias", MODEL_ALIAS]
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        line = (_first_line(proc, SERVE_TIMEOUT) or "").strip()
+        if not line.startswith("http"):
+            _stop(proc)
+            pytest.fail(
+                f"`{' '.join(command)}` gave no base URL within {SERVE_TIMEOUT:.0f} s "
+                f"(exit code {proc.returncode}); stderr:\n{log.read_text()}",
+                pytrace=False,
+            )
+        yield LocalLLM(base_url=line, chat_url=line + "/chat/completions", model_name=MODEL_ALIAS)
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
