@@ -31,7 +31,7 @@ def check_image_url(image_url: Any) -> dict[str, str]:
     if not isinstance(image_url, dict) or set(image_url) != {"url"}:
         raise fail("image_url", image_url, 'a dict with the single key "url"')
     url = check_str('image_url["url"]', image_url["url"], 1, LLM_TEXT_MAX_LEN)
-    head, sep, data = url.partition(";base64,")
+    _, sep, data = url.partition(";base64,")
     if not url.startswith("data:image") or not sep:
         raise fail('image_url["url"]', url, "a data URL of the form data:image/<type>;base64,<data>")
     try:

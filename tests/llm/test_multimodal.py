@@ -6,8 +6,7 @@ import pytest
 
 from mx_rag.errors import ParameterError, RemoteResponseError, RemoteStatusError
 from mx_rag.llm import Img2ImgMultiModel, Img2TextLLM, LLMParameterConfig, Text2ImgMultiModel
-from mx_rag.testing import Reply, ScriptedServer
-from mx_rag.testing import TINY_PNG
+from mx_rag.testing import TINY_PNG, Reply, ScriptedServer
 from mx_rag.utils import ClientParam
 
 PNG_B64 = base64.b64encode(TINY_PNG).decode()

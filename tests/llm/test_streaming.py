@@ -62,7 +62,7 @@ def test_error_event_after_content_raises(llm: Text2TextLLM, server: ScriptedSer
 def test_stream_cut_mid_way_raises(llm: Text2TextLLM, server: ScriptedServer) -> None:
     server.enqueue(Reply.stream(["one ", "two ", "three"], cut_after=2))
     seen = []
-    with pytest.raises(RemoteResponseError, match="cut off|ended before"):
+    with pytest.raises(RemoteResponseError, match=r"cut off|ended before"):
         for text in llm.chat_streamly("q"):
             seen.append(text)
     assert seen[-1] == "one two "

@@ -42,8 +42,11 @@ def sse_payloads(text: str) -> list[str]:
 
 
 def chat_body(content: Any = "hello world", **extra: Any) -> dict[str, Any]:
-    return {"model": "m", "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": content}],
-            **extra}
+    return {
+        "model": "m",
+        "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": content}],
+        **extra,
+    }
 
 
 # -- defaults -----------------------------------------------------------------------------------
@@ -59,7 +62,11 @@ def test_echo_chat_completion_shape(client: httpx.Client) -> None:
     assert data["id"] and isinstance(data["created"], int)
     assert data["model"] == "m"
     assert data["choices"] == [
-        {"index": 0, "message": {"role": "assistant", "content": "echo: hello world"}, "finish_reason": "stop"}
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "echo: hello world"},
+            "finish_reason": "stop",
+        }
     ]
     assert data["usage"]["completion_tokens"] == 3
     assert data["usage"]["total_tokens"] == data["usage"]["prompt_tokens"] + 3
@@ -103,9 +110,16 @@ def test_echo_stream_include_usage(client: httpx.Client) -> None:
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     ("max_tokens", "expected", "finish"),
-    [(2, "echo: a", "length"), (1, "echo:", "length"), (5, "echo: a b c d", "stop"), (50, "echo: a b c d", "stop")],
+    [
+        (2, "echo: a", "length"),
+        (1, "echo:", "length"),
+        (5, "echo: a b c d", "stop"),
+        (50, "echo: a b c d", "stop"),
+    ],
 )
-def test_echo_max_tokens(client: httpx.Client, stream: bool, max_tokens: int, expected: str, finish: str) -> None:
+def test_echo_max_tokens(
+    client: httpx.Client, stream: bool, max_tokens: int, expected: str, finish: str
+) -> None:
     response = client.post(CHAT, json=chat_body("a b c d", stream=stream, max_tokens=max_tokens))
     if stream:
         chunks = [json.loads(p) for p in sse_payloads(response.text)[:-1]]
@@ -118,7 +132,10 @@ def test_echo_max_tokens(client: httpx.Client, stream: bool, max_tokens: int, ex
 
 
 def test_default_models(client: httpx.Client) -> None:
-    assert client.get("/v1/models").json() == {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+    assert client.get("/v1/models").json() == {
+        "object": "list",
+        "data": [{"id": "scripted", "object": "model"}],
+    }
 
 
 def test_default_text2img_and_img2img(client: httpx.Client) -> None:
@@ -139,9 +156,9 @@ def test_tiny_png_is_valid() -> None:
     assert TINY_PNG[:8] == b"\x89PNG\r\n\x1a\n"
     pos, kinds, idat = 8, [], b""
     while pos < len(TINY_PNG):
-        (length,) = struct.unpack(">I", TINY_PNG[pos:pos + 4])
-        kind, data = TINY_PNG[pos + 4:pos + 8], TINY_PNG[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", TINY_PNG[pos + 8 + length:pos + 12 + length])
+        (length,) = struct.unpack(">I", TINY_PNG[pos : pos + 4])
+        kind, data = TINY_PNG[pos + 4 : pos + 8], TINY_PNG[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", TINY_PNG[pos + 8 + length : pos + 12 + length])
         assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
         kinds.append(kind)
         idat += data if kind == b"IDAT" else b""
@@ -173,7 +190,9 @@ def test_get_also_consumes_a_reply(server: ScriptedServer, client: httpx.Client)
 
 
 def test_requests_are_recorded(server: ScriptedServer, client: httpx.Client) -> None:
-    client.post(CHAT + "?x=1", json={"a": 1}, headers={"X-Custom-Header": "Value", "Authorization": "Bearer k"})
+    client.post(
+        CHAT + "?x=1", json={"a": 1}, headers={"X-Custom-Header": "Value", "Authorization": "Bearer k"}
+    )
     client.get("/v1/models")
     client.post("/raw", content=b"not json")
     first, second, third = server.requests
@@ -191,7 +210,7 @@ def test_requests_are_recorded(server: ScriptedServer, client: httpx.Client) -> 
 
 
 def test_chunked_request_body(server: ScriptedServer, client: httpx.Client) -> None:
-    client.post("/upload", content=iter([b'{"messages":', b' [1, 2]', b"}"]))
+    client.post("/upload", content=iter([b'{"messages":', b" [1, 2]", b"}"]))
     request = server.requests[0]
     assert request.headers["transfer-encoding"] == "chunked"
     assert request.json == {"messages": [1, 2]}
@@ -218,7 +237,9 @@ def test_concurrent_clients_are_all_recorded(server: ScriptedServer) -> None:
         try:
             with httpx.Client(base_url=server.base_url, timeout=5) as c:
                 for i in range(10):
-                    text = c.post(CHAT, json=chat_body(f"w{n} {i}")).json()["choices"][0]["message"]["content"]
+                    text = c.post(CHAT, json=chat_body(f"w{n} {i}")).json()["choices"][0]["message"][
+                        "content"
+                    ]
                     assert text == f"echo: w{n} {i}"
         except BaseException as exc:  # re-raised in the main thread below
             errors.append(exc)
@@ -237,10 +258,16 @@ def test_concurrent_clients_are_all_recorded(server: ScriptedServer) -> None:
 
 def test_chat_null_content_reasoning_and_usage(server: ScriptedServer, client: httpx.Client) -> None:
     usage = {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
-    server.enqueue(Reply.chat(None, reasoning_content="think", finish_reason="length", model="x", usage=usage))
+    server.enqueue(
+        Reply.chat(None, reasoning_content="think", finish_reason="length", model="x", usage=usage)
+    )
     data = client.post(CHAT, json=chat_body()).json()
     assert data["model"] == "x" and data["usage"] == usage
-    assert data["choices"][0]["message"] == {"role": "assistant", "content": None, "reasoning_content": "think"}
+    assert data["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "think",
+    }
     assert data["choices"][0]["finish_reason"] == "length"
 
 
@@ -255,8 +282,11 @@ def test_stream_space(server: ScriptedServer, client: httpx.Client, space: bool,
 
 
 def test_stream_options(server: ScriptedServer, client: httpx.Client) -> None:
-    server.enqueue(Reply.stream(["a", None, "b"], omit_finish_key=True, final_content="!", done=False,
-                                finish_reason="length"))
+    server.enqueue(
+        Reply.stream(
+            ["a", None, "b"], omit_finish_key=True, final_content="!", done=False, finish_reason="length"
+        )
+    )
     payloads = sse_payloads(client.post(CHAT, json=chat_body()).text)
     assert "[DONE]" not in payloads
     choices = [json.loads(p)["choices"][0] for p in payloads]
@@ -304,7 +334,9 @@ def test_stream_cut_after_is_incomplete_body(
 
 
 def test_sse_verbatim_and_comments(server: ScriptedServer, client: httpx.Client) -> None:
-    server.enqueue(Reply.sse([": keep-alive", "garbage{", '{"x":1}']), Reply.sse(["data: a\n\n", "oops"], raw=True))
+    server.enqueue(
+        Reply.sse([": keep-alive", "garbage{", '{"x":1}']), Reply.sse(["data: a\n\n", "oops"], raw=True)
+    )
     assert client.post(CHAT, json=chat_body()).text == ': keep-alive\n\ndata: garbage{\n\ndata: {"x":1}\n\n'
     assert client.post(CHAT, json=chat_body()).text == "data: a\n\noops"
 
@@ -315,8 +347,10 @@ def test_error_event(server: ScriptedServer, client: httpx.Client) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
     assert sse_payloads(response.text) == [
-        json.dumps({"error": {"message": "model exploded", "type": "server_error", "code": "overloaded"}},
-                   separators=(",", ":"))
+        json.dumps(
+            {"error": {"message": "model exploded", "type": "server_error", "code": "overloaded"}},
+            separators=(",", ":"),
+        )
     ]
 
 
@@ -330,8 +364,11 @@ def test_unicode_pieces_survive(server: ScriptedServer, client: httpx.Client) ->
 
 
 def test_status_with_headers(server: ScriptedServer, client: httpx.Client) -> None:
-    server.enqueue(Reply.status(429, headers={"Retry-After": "0"}), Reply.status(503, {"error": "busy"}),
-                   Reply.status(400, "bad", headers={"content-type": "text/html"}))
+    server.enqueue(
+        Reply.status(429, headers={"Retry-After": "0"}),
+        Reply.status(503, {"error": "busy"}),
+        Reply.status(400, "bad", headers={"content-type": "text/html"}),
+    )
     first = client.post(CHAT, json=chat_body())
     assert (first.status_code, first.headers["retry-after"], first.content) == (429, "0", b"")
     second = client.post(CHAT, json=chat_body())
@@ -358,7 +395,9 @@ def test_json_chunked_or_not(server: ScriptedServer, client: httpx.Client, chunk
 
 @pytest.mark.parametrize("chunked", [False, True])
 def test_raw(server: ScriptedServer, client: httpx.Client, chunked: bool) -> None:
-    server.enqueue(Reply.raw(b"\x00\x01", status=202, content_type="x/y", chunked=chunked, headers={"X-A": "b"}))
+    server.enqueue(
+        Reply.raw(b"\x00\x01", status=202, content_type="x/y", chunked=chunked, headers={"X-A": "b"})
+    )
     response = client.get("/r")
     assert (response.status_code, response.content) == (202, b"\x00\x01")
     assert (response.headers["content-type"], response.headers["x-a"]) == ("x/y", "b")
@@ -431,7 +470,9 @@ def test_openai_sdk_understands_the_echo(server: ScriptedServer) -> None:
     sdk = openai.OpenAI(base_url=server.url("/v1"), api_key="k", max_retries=0)
     reply = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi there"}])
     assert reply.choices[0].message.content == "echo: hi there"
-    stream = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi there"}], stream=True)
+    stream = sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi there"}], stream=True
+    )
     assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == "echo: hi there"
     server.enqueue(Reply.error_event("boom"))
     with pytest.raises(openai.APIError, match="boom"):
@@ -463,9 +504,9 @@ def test_tls(ca: trustme.CA, mutual: bool) -> None:
     with ScriptedServer(ssl_context=server_ctx) as srv:
         assert srv.base_url.startswith("https://127.0.0.1:")
         with httpx.Client(verify=_client_context(ca, client_cert), timeout=5) as c:
-            assert c.post(srv.url(CHAT), json=chat_body("tls")).json()["choices"][0]["message"]["content"] == (
-                "echo: tls"
-            )
+            assert c.post(srv.url(CHAT), json=chat_body("tls")).json()["choices"][0]["message"][
+                "content"
+            ] == ("echo: tls")
             srv.enqueue(Reply.stream(["a", "b"]))
             assert sse_payloads(c.post(srv.url(CHAT), json=chat_body()).text)[-1] == "[DONE]"
         cert = srv.requests[0].client_cert
