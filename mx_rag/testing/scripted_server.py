@@ -259,7 +259,7 @@ class ScriptedServer:
                 return self
             server = _Server(self._host, self._port, self, self._ssl_context)
             self._port = server.server_port
-            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                                       name=f"ScriptedServer:{self._port}", daemon=True)
             thread.start()
             self._server, self._thread = server, thread
