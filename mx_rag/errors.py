@@ -6,6 +6,12 @@
     MxRagError
     ├── ParameterError            (also ValueError)   an argument is out of its documented range
     ├── ExtraNotInstalledError    (also ImportError)  an optional dependency is missing
+    ├── DocumentError                                 a file could not be loaded (malformed,
+    │   │                                             encrypted, zip bomb)
+    │   └── UnsupportedFileTypeError (also KeyError)  no loader or splitter for a suffix
+    ├── StorageError                                  a vector, document or graph store failed
+    ├── KnowledgeError                                a knowledge-base rule was broken (unknown
+    │                                                 knowledge base, not an admin, duplicate file)
     └── RemoteError                                   a model or retrieval service failed
         ├── RemoteConnectionError                     could not connect (after retries)
         ├── RemoteTimeoutError    (also TimeoutError) a timeout or the total deadline ran out
@@ -20,7 +26,9 @@ Every error says what failed, the value involved, and, where there is one, the f
 from __future__ import annotations
 
 __all__ = [
+    "DocumentError",
     "ExtraNotInstalledError",
+    "KnowledgeError",
     "MxRagError",
     "ParameterError",
     "RemoteConnectionError",
@@ -29,6 +37,8 @@ __all__ = [
     "RemoteStatusError",
     "RemoteTimeoutError",
     "ResponseTooLargeError",
+    "StorageError",
+    "UnsupportedFileTypeError",
 ]
 
 BODY_EXCERPT_CHARS = 500
@@ -52,6 +62,25 @@ class ExtraNotInstalledError(MxRagError, ImportError):
         )
         self.module = module
         self.extra = extra
+
+
+class DocumentError(MxRagError):
+    """A file could not be turned into documents; nothing was stored."""
+
+
+class UnsupportedFileTypeError(DocumentError, KeyError):
+    """No loader or splitter is registered for a file suffix."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StorageError(MxRagError):
+    """A store (vector index, database, graph file) failed or was found inconsistent."""
+
+
+class KnowledgeError(MxRagError):
+    """A knowledge-base operation was refused (unknown base, missing role, duplicate document)."""
 
 
 class RemoteError(MxRagError):
