@@ -9,10 +9,9 @@ from typing import Any
 from langchain_core.language_models.llms import LLM
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from mx_rag.errors import ParameterError
 from mx_rag.llm import _openai
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.utils.checks import check_instance, check_str, fail
+from mx_rag.utils.checks import as_parameter_error, check_instance, check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import (
     LLM_TEXT_MAX_LEN,
@@ -72,7 +71,7 @@ class ChatModel(LLM):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise _as_parameter_error(exc) from exc
+            raise as_parameter_error(exc) from exc
 
     def model_post_init(self, context: Any, /) -> None:
         check_str("model_name", self.model_name, 1, MAX_MODEL_NAME_LENGTH)
@@ -109,13 +108,3 @@ class ChatModel(LLM):
         body = _openai.chat_body(self.model_name, messages, config, stream=True, stop=stop)
         return _openai.stream_deltas(self._http.stream_lines(self.base_url, body), self.base_url)
 
-
-def _as_parameter_error(exc: ValidationError) -> ParameterError:
-    """Our own checks surface unchanged; pydantic's type errors become one ParameterError."""
-    for error in exc.errors():
-        inner = (error.get("ctx") or {}).get("error")
-        if isinstance(inner, ParameterError):
-            return inner
-    first = exc.errors()[0]
-    name = ".".join(str(part) for part in first.get("loc", ())) or "argument"
-    return ParameterError(f"{name}: {first.get('msg')}, got {str(first.get('input'))[:60]!r}")

@@ -98,8 +98,11 @@ def stream_deltas(lines: Iterable[str], url: str) -> Iterator[str]:
     neither ``[DONE]`` nor a ``finish_reason`` raises ``RemoteResponseError`` (it was cut).
     """
     finish: str | None = None
-    for payload in sse_events(lines):
+    events = sse_events(lines)
+    for payload in events:
         if payload.strip() == "[DONE]":
+            for _ in events:  # read to the end of the body so the connection returns to the pool
+                pass
             break
         try:
             data = json.loads(payload)

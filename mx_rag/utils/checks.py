@@ -90,3 +90,19 @@ def check_str_mapping(name: str, value: Any, *, max_items: int, max_key: int, ma
             raise ParameterError(f"{name}[{key!r}] must not contain CR, LF or NUL characters")
         out[key] = item
     return out
+
+
+def as_parameter_error(exc: Any) -> ParameterError:
+    """Turn a pydantic ``ValidationError`` into one ``ParameterError``.
+
+    Our own checks, raised inside validators, surface unchanged; pydantic's type errors name the
+    field, the problem and the value.
+    """
+    errors = exc.errors()
+    for error in errors:
+        inner = (error.get("ctx") or {}).get("error")
+        if isinstance(inner, ParameterError):
+            return inner
+    first = errors[0]
+    name = ".".join(str(part) for part in first.get("loc", ())) or "argument"
+    return ParameterError(f"{name}: {first.get('msg')}, got {_show(first.get('input'))}")

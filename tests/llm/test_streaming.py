@@ -78,3 +78,14 @@ def test_malformed_event_raises(llm: Text2TextLLM, server: ScriptedServer) -> No
     server.enqueue(Reply.sse(['{"choices": [', "[DONE]"]))
     with pytest.raises(RemoteResponseError, match="malformed"):
         list(llm.chat_streamly("q"))
+
+
+
+def test_streams_reuse_the_pooled_connection(llm: Text2TextLLM, server: ScriptedServer) -> None:
+    pool = llm._http._client._transport._pool  # the httpcore pool of the one client
+    seen = set()
+    for i in range(5):
+        assert list(llm.chat_streamly(f"q{i}"))[-1] == f"echo: q{i}"
+        assert len(pool.connections) == 1
+        seen.add(id(pool.connections[0]))
+    assert len(seen) == 1
