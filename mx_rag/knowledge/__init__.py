@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Knowledge bases: the registry (``KnowledgeStore``), ``KnowledgeDB`` and file upload."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mx_rag.knowledge.handler import FileHandlerError, FilesLoadInfo, delete_files, upload_dir, upload_files
+    from mx_rag.knowledge.knowledge import KnowledgeDB
+    from mx_rag.knowledge.models import DocumentModel, KnowledgeModel
+    from mx_rag.knowledge.store import KnowledgeStore
+
+_LAZY = {
+    "KnowledgeStore": "mx_rag.knowledge.store",
+    "KnowledgeDB": "mx_rag.knowledge.knowledge",
+    "KnowledgeModel": "mx_rag.knowledge.models",
+    "DocumentModel": "mx_rag.knowledge.models",
+    "upload_files": "mx_rag.knowledge.handler",
+    "upload_dir": "mx_rag.knowledge.handler",
+    "delete_files": "mx_rag.knowledge.handler",
+    "FilesLoadInfo": "mx_rag.knowledge.handler",
+    "FileHandlerError": "mx_rag.knowledge.handler",
+}
+
+__all__ = [
+    "DocumentModel",
+    "FileHandlerError",
+    "FilesLoadInfo",
+    "KnowledgeDB",
+    "KnowledgeModel",
+    "KnowledgeStore",
+    "delete_files",
+    "upload_dir",
+    "upload_files",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mx_rag.knowledge' has no attribute {name!r}")

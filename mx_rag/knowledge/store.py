@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``KnowledgeStore``: the registry of knowledge bases, their members and their documents."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from mx_rag.errors import KnowledgeError, ParameterError, StorageError
+from mx_rag.knowledge.models import DELETING, PENDING, READY, ROLES, DocumentModel, KnowledgeModel, RegistryBase
+from mx_rag.utils.checks import check_bool, check_choice, check_str, fail
+from mx_rag.utils.file_check import check_writable_parent
+
+USER_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{6,64}$")
+MAX_NAME_LEN = 1024
+
+
+def check_user_id(user_id: Any) -> str:
+    if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
+        raise fail("user_id", user_id, "6 to 64 characters from [a-zA-Z0-9_-]")
+    return user_id
+
+
+def sqlite_engine(path: Path) -> Engine:
+    """A thread-safe engine on a SQLite file (WAL, busy timeout), created with mode 0600."""
+    if not path.exists():
+        path.touch(mode=0o600)
+    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    return engine
+
+
+class KnowledgeStore:
+    """Knowledge bases, who may use them (``admin`` or ``member`` per ``user_id``), and the
+    documents each one holds. A user only sees knowledge bases in which they have a role.
+
+    Args:
+        db_path: SQLite file; created if missing. May be the same file as a ``SQLiteDocstore``.
+
+    Example:
+        >>> store = KnowledgeStore(db_path="kb.db")            # doctest: +SKIP
+        >>> store.add_knowledge("manuals", "Default", "admin")  # doctest: +SKIP
+        1
+    """
+
+    def __init__(self, db_path: str) -> None:
+        self.db_path = check_writable_parent("db_path", db_path)
+        self._engine = sqlite_engine(self.db_path)
+        RegistryBase.metadata.create_all(self._engine)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        try:
+            with self._sessions.begin() as session:
+                yield session
+        except (KnowledgeError, ParameterError):
+            raise
+        except IntegrityError as exc:
+            raise KnowledgeError(f"the knowledge registry refused the change: {exc.orig}") from exc
+        except SQLAlchemyError as exc:
+            raise StorageError(f"knowledge registry {str(self.db_path)!r} failed: {exc}") from exc
+
+    # -- knowledge bases and members -------------------------------------------------------------
+
+    def add_knowledge(self, knowledge_name: str, user_id: str, role: str = "admin") -> int:
+        """Create a knowledge base owned by ``user_id`` and return its id.
+
+        Calling it again for a knowledge base the user already belongs to returns its id.
+        Joining someone else's knowledge base needs ``add_usr_id_to_knowledge``.
+        """
+        check_str("knowledge_name", knowledge_name, 1, MAX_NAME_LEN)
+        check_user_id(user_id)
+        if role != "admin":
+            raise fail("role", role, "'admin' (the creator of a knowledge base is its admin)")
+        with self._session() as session:
+            rows = session.scalars(select(KnowledgeModel).where(KnowledgeModel.knowledge_name == knowledge_name)).all()
+            if any(row.user_id == user_id for row in rows):
+                return rows[0].knowledge_id
+            if rows:
+                raise KnowledgeError(
+                    f"knowledge base {knowledge_name!r} already exists and {user_id!r} is not a member: "
+                    "an admin must add them with add_usr_id_to_knowledge"
+                )
+            next_id = (session.scalar(select(func.max(KnowledgeModel.knowledge_id))) or 0) + 1
+            session.add(KnowledgeModel(knowledge_id=next_id, knowledge_name=knowledge_name, user_id=user_id, role=role))
+            return next_id
+
+    def add_usr_id_to_knowledge(self, knowledge_name: str, user_id: str, role: str) -> None:
+        """Give ``user_id`` a role in an existing knowledge base (no-op if they have it)."""
+        check_user_id(user_id)
+        check_choice("role", role, ROLES)
+        with self._session() as session:
+            rows = self._members(session, knowledge_name)
+            if not rows:
+                raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist")
+            mine = [row for row in rows if row.user_id == user_id]
+            if mine:
+                mine[0].role = role
+                return
+            session.add(
+                KnowledgeModel(
+                    knowledge_id=rows[0].knowledge_id, knowledge_name=knowledge_name, user_id=user_id, role=role
+                )
+            )
+
+    def delete_usr_id_from_knowledge(self, knowledge_name: str, user_id: str, role: str, force: bool = False) -> None:
+        """Remove a member; the last member is kept unless ``force``."""
+        check_user_id(user_id)
+        check_choice("role", role, ROLES)
+        check_bool("force", force)
+        with self._session() as session:
+            rows = self._members(session, knowledge_name)
+            mine = [row for row in rows if row.user_id == user_id and row.role == role]
+            if not mine:
+                raise KnowledgeError(f"{user_id!r} has no role {role!r} in knowledge base {knowledge_name!r}")
+            if len(rows) == 1 and not force:
+                raise KnowledgeError(f"{user_id!r} is the last member of {knowledge_name!r}; pass force=True")
+            session.delete(mine[0])
+
+    def check_knowledge_exist(self, knowledge_name: str, user_id: str) -> bool:
+        check_user_id(user_id)
+        with self._session() as session:
+            return self._role(session, knowledge_name, user_id) is not None
+
+    def get_all_knowledge_info(self, user_id: str) -> list[KnowledgeModel]:
+        check_user_id(user_id)
+        with self._session() as session:
+            query = (
+                select(KnowledgeModel).where(KnowledgeModel.user_id == user_id).order_by(KnowledgeModel.knowledge_id)
+            )
+            return list(session.scalars(query))
+
+    def get_all_usr_role_by_knowledge(self, knowledge_name: str) -> dict[str, str]:
+        with self._session() as session:
+            return {row.user_id: row.role for row in self._members(session, knowledge_name)}
+
+    def get_knowledge_id(self, knowledge_name: str, user_id: str) -> int:
+        """The id of a knowledge base the user belongs to (KnowledgeError otherwise)."""
+        with self._session() as session:
+            return self._require(session, knowledge_name, user_id, admin=False).knowledge_id
+
+    # -- documents -------------------------------------------------------------------------------
+
+    def add_doc_info(
+        self, knowledge_name: str, doc_name: str, file_path: str, user_id: str, status: str = READY
+    ) -> int:
+        """Register a document (admins only) and return its ``document_id``.
+
+        A document is identified by its full ``file_path``: two ``a.pdf`` in different folders
+        are two documents.
+        """
+        check_str("doc_name", doc_name, 1, MAX_NAME_LEN)
+        check_str("file_path", file_path, 1, 4096)
+        check_choice("status", status, (READY, PENDING))
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=True)
+            if self._find_docs(session, member.knowledge_id, file_path):
+                raise KnowledgeError(f"document {file_path!r} is already in knowledge base {knowledge_name!r}")
+            row = DocumentModel(
+                knowledge_id=member.knowledge_id,
+                knowledge_name=knowledge_name,
+                document_name=doc_name,
+                document_file_path=file_path,
+                status=status,
+            )
+            session.add(row)
+            session.flush()
+            return row.document_id
+
+    def delete_doc_info(self, knowledge_name: str, doc_name: str, user_id: str) -> int | None:
+        """Remove a document's row (admins only); return its id, or None if it is not there."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=True)
+            rows = self._one_doc(session, member.knowledge_id, doc_name)
+            if not rows:
+                return None
+            session.delete(rows[0])
+            return rows[0].document_id
+
+    def check_document_exist(self, knowledge_name: str, doc_name: str, user_id: str) -> bool:
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            return bool(self._one_doc(session, member.knowledge_id, doc_name, ready_only=True))
+
+    def get_all_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
+        """The ready documents of a knowledge base the user belongs to."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            query = (
+                select(DocumentModel)
+                .where(DocumentModel.knowledge_id == member.knowledge_id, DocumentModel.status == READY)
+                .order_by(DocumentModel.document_id)
+            )
+            return list(session.scalars(query))
+
+    def find_document(self, knowledge_name: str, doc_name: str, user_id: str) -> DocumentModel | None:
+        """A document of the knowledge base by full path or, when unambiguous, by file name."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            rows = self._one_doc(session, member.knowledge_id, doc_name)
+            return rows[0] if rows else None
+
+    def set_document_status(self, document_id: int, status: str) -> None:
+        check_choice("status", status, (READY, PENDING, DELETING))
+        with self._session() as session:
+            session.execute(update(DocumentModel).where(DocumentModel.document_id == document_id).values(status=status))
+
+    def remove_document(self, document_id: int) -> None:
+        with self._session() as session:
+            session.execute(delete(DocumentModel).where(DocumentModel.document_id == document_id))
+
+    def unfinished_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
+        """Documents left ``pending`` or ``deleting`` by an interrupted add or delete."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            query = select(DocumentModel).where(
+                DocumentModel.knowledge_id == member.knowledge_id, DocumentModel.status != READY
+            )
+            return list(session.scalars(query))
+
+    def all_document_ids(self) -> set[int]:
+        """Every registered document id, of every knowledge base."""
+        with self._session() as session:
+            return set(session.scalars(select(DocumentModel.document_id)))
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _members(session: Session, knowledge_name: str) -> list[KnowledgeModel]:
+        check_str("knowledge_name", knowledge_name, 1, MAX_NAME_LEN)
+        query = select(KnowledgeModel).where(KnowledgeModel.knowledge_name == knowledge_name)
+        return list(session.scalars(query.order_by(KnowledgeModel.id)))
+
+    def _role(self, session: Session, knowledge_name: str, user_id: str) -> KnowledgeModel | None:
+        return next((row for row in self._members(session, knowledge_name) if row.user_id == user_id), None)
+
+    def _require(self, session: Session, knowledge_name: str, user_id: str, *, admin: bool) -> KnowledgeModel:
+        check_user_id(user_id)
+        member = self._role(session, knowledge_name, user_id)
+        if member is None:
+            raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist for user {user_id!r}")
+        if admin and member.role != "admin":
+            raise KnowledgeError(f"{user_id!r} is not an admin of knowledge base {knowledge_name!r}")
+        return member
+
+    @staticmethod
+    def _find_docs(session: Session, knowledge_id: int, file_path: str) -> list[DocumentModel]:
+        query = select(DocumentModel).where(
+            DocumentModel.knowledge_id == knowledge_id, DocumentModel.document_file_path == file_path
+        )
+        return list(session.scalars(query))
+
+    def _one_doc(
+        self, session: Session, knowledge_id: int, doc_name: str, *, ready_only: bool = False
+    ) -> list[DocumentModel]:
+        """Match a full path first; a bare file name must match exactly one document."""
+        check_str("doc_name", doc_name, 1, 4096)
+        rows = self._find_docs(session, knowledge_id, doc_name)
+        if not rows and os.sep not in doc_name:
+            query = select(DocumentModel).where(
+                DocumentModel.knowledge_id == knowledge_id, DocumentModel.document_name == doc_name
+            )
+            rows = list(session.scalars(query))
+            if len(rows) > 1:
+                paths = sorted(row.document_file_path for row in rows)
+                raise KnowledgeError(f"{doc_name!r} names several documents; use the full path, one of {paths}")
+        if ready_only:
+            rows = [row for row in rows if row.status == READY]
+        return rows

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``Retriever``: dense retrieval over a vector store and a chunk store (a LangChain retriever)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from mx_rag.storage.document_store.base_storage import Docstore, document_ids_filter
+from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
+from mx_rag.utils.checks import as_parameter_error, check_int, check_number, check_str, fail
+from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+
+__all__ = ["Retriever"]
+
+logger = logging.getLogger(__name__)
+
+
+class Retriever(BaseRetriever):
+    """Embed the query, search the vector store, fetch the chunks in one docstore query.
+
+    Args:
+        vector_store: any ``VectorStore``.
+        document_store: any ``Docstore`` holding the chunks whose ids the vectors carry.
+        embed_func: ``texts -> vectors`` (e.g. ``TextEmbedding(...).embed_documents``); called
+            with a one-element list.
+        k: documents to return, in [1, 10000]. Default 1.
+        score_threshold: keep hits with a scaled similarity at least this, in [0, 1]; None keeps all.
+        filter_dict: ``{"document_id": [ids]}`` restricts the search to those documents.
+
+    Each Document's metadata is a copy of the stored metadata plus ``score`` and
+    ``retrieval_type`` (``"dense"``); stored records are never modified.
+
+    Example:
+        >>> r = Retriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents,
+        ...               k=3, score_threshold=0.5)               # doctest: +SKIP
+        >>> r.invoke("What is in the manual?")                    # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    vector_store: VectorStore
+    document_store: Docstore
+    embed_func: Callable[[list[str]], Any]
+    k: int = 1
+    score_threshold: float | None = None
+    filter_dict: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise as_parameter_error(exc) from exc
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int:
+        return check_int("k", value, 1, MAX_TOP_K)
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        return None if value is None else check_number("score_threshold", value, 0.0, 1.0)
+
+    @field_validator("filter_dict", mode="before")
+    @classmethod
+    def _check_filter(cls, value: Any) -> dict[str, Any]:
+        document_ids_filter(value)
+        return dict(value or {})
+
+    @field_validator("embed_func", mode="before")
+    @classmethod
+    def _check_embed(cls, value: Any) -> Any:
+        if not callable(value):
+            raise fail("embed_func", value, "a callable taking a list of texts")
+        return value
+
+    def set_filter(self, filter_dict: dict[str, Any]) -> None:
+        """Restrict later searches to ``{"document_id": [ids]}``."""
+        document_ids_filter(filter_dict)
+        self.filter_dict = dict(filter_dict)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+    ) -> list[Document]:
+        check_str("query", query, 1, TEXT_MAX_LEN)
+        vector = as_matrix("embed_func result", self.embed_func([query]))[:1]
+        if self.score_threshold is None:
+            scores, ids = self.vector_store.search(vector, k=self.k, filter_dict=self.filter_dict or None)
+        else:
+            scores, ids = self.vector_store.search_with_threshold(
+                vector, k=self.k, threshold=self.score_threshold, filter_dict=self.filter_dict or None
+            )
+        hits = [(s, i) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
+        chunks = self.document_store.search_many([i for _, i in hits])
+        docs = [chunks[i].to_langchain(score=float(s), retrieval_type="dense") for s, i in hits if i in chunks]
+        if len(docs) < len(hits):
+            logger.warning("%d vector hits have no chunk in the document store", len(hits) - len(docs))
+        return docs[: self.k]
