@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``SingleText2TextChain``: retrieve, optionally rerank, then ask the LLM."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from mx_rag.chain.base import Chain
+from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.text2text import Text2TextLLM, _check_sys_messages
+from mx_rag.reranker.reranker import Reranker
+from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
+from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
+
+__all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder"]
+
+DEFAULT_RAG_PROMPT = (
+    "根据上述已知信息，简洁和专业地回答用户的问题。如果无法从已知信息中得到答案，请根据自身经验做出回答"
+)
+DOCUMENT_SEPARATOR = "\n\n"
+
+UserContentBuilder = Callable[..., str]
+
+
+def default_chain_config() -> LLMParameterConfig:
+    """The chains' documented default generation settings (temperature 0.5, top_p 0.95)."""
+    return LLMParameterConfig(temperature=0.5, top_p=0.95)
+
+
+def _user_content_builder(query: str, docs: list[Document], prompt: str) -> str:
+    """The documented default: ``doc1 ⏎⏎ … docN ⏎⏎ prompt ⏎⏎ query`` (just the query without docs)."""
+    final_prompt = ""
+    if docs:
+        if prompt != "":
+            last = docs[-1]
+            last.page_content = f"{last.page_content}{DOCUMENT_SEPARATOR}{prompt}"
+            docs[-1] = last
+        final_prompt = DOCUMENT_SEPARATOR.join(doc.page_content for doc in docs)
+    if final_prompt != "":
+        final_prompt += DOCUMENT_SEPARATOR
+    return final_prompt + query
+
+
+def source_documents(docs: list[Document]) -> list[dict[str, Any]]:
+    return [{"metadata": dict(doc.metadata), "page_content": doc.page_content} for doc in docs]
+
+
+class SingleText2TextChain(Chain):
+    """Single-turn RAG: retrieve documents, rerank them, and answer with the LLM.
+
+    Args:
+        llm: a ``Text2TextLLM``.
+        retriever: any LangChain retriever (``Retriever``, ``MultiQueryRetriever``, ...).
+        reranker: optional ``Reranker`` applied to the retrieved documents.
+        prompt: instruction added after the documents, 1 to 1 MiB characters.
+        sys_messages: messages sent before the user turn (at most 16; never modified).
+        source: include ``source_documents`` in the result. Default True.
+        user_content_builder: ``(query, docs, prompt) -> str`` building the user message (at
+            most 4 MiB); it gets a copy of the documents.
+
+    Example:
+        >>> chain = SingleText2TextChain(llm=llm, retriever=retriever)            # doctest: +SKIP
+        >>> chain.query("What does mxVision contain?")["result"]                   # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        llm: Text2TextLLM,
+        retriever: BaseRetriever,
+        reranker: Reranker | None = None,
+        prompt: str = DEFAULT_RAG_PROMPT,
+        sys_messages: list[dict[str, Any]] | None = None,
+        source: bool = True,
+        user_content_builder: UserContentBuilder = _user_content_builder,
+    ) -> None:
+        self._llm = check_instance("llm", llm, Text2TextLLM)
+        self._retriever = check_instance("retriever", retriever, BaseRetriever)
+        self._reranker = None if reranker is None else check_instance("reranker", reranker, Reranker)
+        self._prompt = check_str("prompt", prompt, 1, MAX_PROMPT_LENGTH)
+        self._sys_messages = copy.deepcopy(_check_sys_messages(sys_messages))
+        self._source = check_bool("source", source)
+        if not callable(user_content_builder):
+            raise fail("user_content_builder", user_content_builder, "a callable (query, docs, prompt) -> str")
+        self._user_content_builder = user_content_builder
+
+    def query(
+        self, text: str, llm_config: LLMParameterConfig | None = None, *args: Any, **kwargs: Any
+    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
+        """Answer ``text``: ``{"query", "result", "source_documents"}``, or an iterator of such
+        dicts (each holding the answer so far) when ``llm_config.stream`` is True."""
+        config = self._check_query(text, llm_config)
+        docs = self._retrieve(text)
+        return self._answer(text, self._build_content(text, docs), docs, config)
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_query(text: Any, llm_config: Any) -> LLMParameterConfig:
+        check_str("text", text, 1, TEXT_MAX_LEN)
+        if llm_config is None:
+            return default_chain_config()
+        return check_instance("llm_config", llm_config, LLMParameterConfig)
+
+    def _retrieve(self, text: str) -> list[Document]:
+        docs = list(self._retriever.invoke(text))
+        if self._reranker is not None and docs:
+            scores = self._reranker.rerank(text, [doc.page_content for doc in docs])
+            docs = self._reranker.rerank_top_k(docs, scores)
+        return docs
+
+    def _build_content(self, text: str, docs: list[Document]) -> str:
+        content = self._user_content_builder(text, copy.deepcopy(docs), self._prompt)
+        if not isinstance(content, str) or not 0 < len(content) <= LLM_TEXT_MAX_LEN:
+            raise fail("user_content_builder result", content, f"a str of 1 to {LLM_TEXT_MAX_LEN} characters")
+        return content
+
+    def _answer(
+        self, text: str, content: str, docs: list[Document], config: LLMParameterConfig
+    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
+        sources = source_documents(docs) if self._source else None
+        if config.stream:
+            return self._stream(text, content, sources, config)
+        answer = self._llm.chat(content, sys_messages=self._sys_messages, role="user", llm_config=config)
+        return self._result(text, answer, sources)
+
+    def _stream(
+        self, text: str, content: str, sources: list[dict[str, Any]] | None, config: LLMParameterConfig
+    ) -> Iterator[dict[str, Any]]:
+        for answer in self._llm.chat_streamly(content, sys_messages=self._sys_messages, role="user", llm_config=config):
+            yield self._result(text, answer, sources)
+
+    @staticmethod
+    def _result(text: str, answer: str, sources: list[dict[str, Any]] | None) -> dict[str, Any]:
+        result: dict[str, Any] = {"query": text, "result": answer}
+        if sources is not None:
+            result["source_documents"] = sources
+        return result

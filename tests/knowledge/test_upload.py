@@ -1,0 +1,96 @@
+"""upload_files / upload_dir / delete_files with real loaders on real files."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mx_rag.document import LoaderMng
+from mx_rag.errors import ParameterError
+from mx_rag.knowledge import FilesLoadInfo, KnowledgeDB, delete_files, upload_dir, upload_files
+from mx_rag.knowledge.handler import FileHandlerError
+from tests.knowledge.conftest import Stores, write
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "docs"
+
+
+@pytest.fixture
+def mng() -> LoaderMng:
+    return LoaderMng.with_defaults(chunk_size=300, chunk_overlap=30)
+
+
+def copy(name: str, docs: Path, as_name: str | None = None) -> Path:
+    target = docs / (as_name or Path(name).name)
+    shutil.copyfile(DATA / name, target)
+    return target
+
+
+def test_upload_real_documents(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
+    files = [copy(n, stores.docs) for n in ("fake.docx", "norwich-city.txt", "fake-power-point.pptx")]
+    assert upload_files(kb, [str(f) for f in files], mng, stores.embed) == []
+    names = sorted(d.document_name for d in kb.get_all_documents())
+    assert names == ["fake-power-point.pptx", "fake.docx", "norwich-city.txt"]
+    txt = next(d for d in kb.get_all_documents() if d.document_name == "norwich-city.txt")
+    chunks = stores.chunk_store.search_by_document_id(txt.document_id)
+    assert len(chunks) > 1 and all(len(c.page_content) <= 300 for c in chunks)
+    assert all(c.metadata["source"].endswith("norwich-city.txt") for c in chunks)
+    assert kb.check().ok
+
+
+def test_bad_file_fails_alone_and_leaves_nothing(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
+    good = copy("fake.docx", stores.docs)
+    bad = copy("fake-power-point-malformed.pptx", stores.docs)
+    assert upload_files(kb, [str(bad), str(good)], mng, stores.embed) == [str(bad)]
+    assert [d.document_name for d in kb.get_all_documents()] == ["fake.docx"]
+    assert kb.check().ok
+
+
+def test_bad_paths_raise_before_anything_is_stored(kb: KnowledgeDB, stores: Stores, mng: LoaderMng,
+                                                   tmp_path: Path) -> None:
+    good = copy("fake.docx", stores.docs)
+    outside = write(tmp_path / "outside.txt", "secret")
+    with pytest.raises(ParameterError, match="outside the allowed"):
+        upload_files(kb, [str(good), str(outside)], mng, stores.embed)
+    with pytest.raises(ParameterError, match="existing regular file"):
+        upload_files(kb, [str(good), str(stores.docs / "missing.txt")], mng, stores.embed)
+    assert kb.get_all_documents() == []
+
+
+def test_duplicates_need_force_and_force_replaces_after_parse(kb: KnowledgeDB, stores: Stores,
+                                                              mng: LoaderMng) -> None:
+    path = write(stores.docs / "notes.txt", "The first version talks about apples.")
+    assert upload_files(kb, [str(path)], mng, stores.embed) == []
+    with pytest.raises(FileHandlerError, match="force=True"):
+        upload_files(kb, [str(path)], mng, stores.embed)
+    path.write_text("The second version talks about pears.", encoding="utf-8")
+    assert upload_files(kb, [str(path)], mng, stores.embed, force=True) == []
+    (doc,) = kb.get_all_documents()
+    assert "pears" in stores.chunk_store.search_by_document_id(doc.document_id)[0].page_content
+
+    keep = copy("fake.docx", stores.docs, "keep.docx")
+    assert upload_files(kb, [str(keep)], mng, stores.embed) == []
+    shutil.copyfile(DATA / "fake-power-point-malformed.pptx", keep)  # the new version cannot be parsed
+    assert upload_files(kb, [str(keep)], mng, stores.embed, force=True) == [str(keep)]
+    assert kb.check_document_exist(str(keep)), "the old version was lost"
+    assert kb.check().ok
+
+
+def test_upload_dir_and_delete_files(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
+    copy("fake.docx", stores.docs)
+    copy("norwich-city.txt", stores.docs)
+    write(stores.docs / "data.bin", "binary")
+    (stores.docs / "sub").mkdir()
+    result = upload_dir(FilesLoadInfo(knowledge=kb, dir_path=str(stores.docs), loader_mng=mng,
+                                      embed_func=stores.embed))
+    assert sorted(Path(p).name for p in result) == ["data.bin", "sub"]
+    assert len(kb.get_all_documents()) == 2
+    delete_files(kb, ["fake.docx", str(stores.docs / "norwich-city.txt")])
+    assert kb.get_all_documents() == []
+    assert stores.chunk_store.count() == 0 and stores.vector_store.count() == 0
+
+
+def test_too_many_files(stores: Stores, mng: LoaderMng) -> None:
+    kb = stores.open(max_file_count=1)
+    files = [str(write(stores.docs / f"{i}.txt", "text")) for i in range(2)]
+    with pytest.raises(FileHandlerError, match="max_file_count"):
+        upload_files(kb, files, mng, stores.embed)
