@@ -52,8 +52,15 @@ SEED_NAMES = [
 ]
 
 
+# Names whose issue is still open; each issue deletes its names from here as it builds them.
+NOT_YET_BUILT = {
+    "GraphRagText2TextChain", "FineTuneArguments", "SubqueryFineTuner", "CoRagBaseConfig",
+    "CoRagAgent", "ReasoningPath", "CoRagEvaluator", "SampleGenerator",
+}
+
+
 def _param(module: str, name: str, issue: str) -> object:
-    marks = [] if issue == FOUNDATION else [pytest.mark.xfail(reason=f"built by issue: {issue}", strict=True)]
+    marks = [] if name not in NOT_YET_BUILT else [pytest.mark.xfail(reason=f"built by issue: {issue}", strict=True)]
     return pytest.param(module, name, id=f"{module}.{name}", marks=marks)
 
 

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``BaseLoader``: what every mx_rag loader shares.
+
+* The path is checked at construction (``check_file``: a regular file of at most 100 MiB, no
+  ``..`` components, symlinks resolved); ``metadata["source"]`` is the resolved path.
+* The file is read once, with the size limit enforced again, and parsed from memory.
+* Any failure of a parsing library becomes ``DocumentError`` naming the file, with the cause
+  chained; errors of mx_rag itself (``ParameterError``, ``DocumentError``) pass unchanged.
+* Office Open XML files (docx, pptx, xlsx) are checked for zip bombs before they are opened.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from langchain_core.document_loaders import BaseLoader as LangChainBaseLoader
+from langchain_core.documents import Document
+
+from mx_rag.errors import DocumentError, MxRagError, ParameterError
+from mx_rag.utils.checks import check_bool, check_instance
+from mx_rag.utils.common import MAX_FILE_SIZE, MB, Lang
+from mx_rag.utils.file_check import check_file
+
+__all__ = ["BaseLoader", "check_zip", "clean_text"]
+
+MAX_PAGE_NUM = 1000        # PDF pages, slides, Excel sheets
+MAX_WORD_NUM = 500_000     # characters of text in a Word document
+MAX_ZIP_ENTRIES = 5120
+MAX_ZIP_UNCOMPRESSED = 500 * MB
+MAX_ZIP_RATIO = 200        # uncompressed / compressed, for entries above MIN_RATIO_CHECK
+MIN_RATIO_CHECK = MB
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+class BaseLoader(LangChainBaseLoader):
+    """Base class of the mx_rag loaders (a LangChain ``BaseLoader``: ``load()``, ``lazy_load()``).
+
+    Subclasses set ``SUFFIXES`` (None accepts any suffix) and implement ``_load()``.
+
+    Example:
+        >>> from mx_rag.document.loader import TextLoader
+        >>> docs = TextLoader("/data/notes.txt").load()  # doctest: +SKIP
+        >>> docs[0].metadata["source"]  # doctest: +SKIP
+        '/data/notes.txt'
+    """
+
+    SUFFIXES: ClassVar[tuple[str, ...] | None] = None
+    MAX_SIZE: ClassVar[int] = MAX_FILE_SIZE
+
+    def __init__(self, file_path: str | os.PathLike[str]) -> None:
+        self.path = check_file("file_path", file_path, self.MAX_SIZE)
+        if self.SUFFIXES is not None and self.path.suffix.lower() not in self.SUFFIXES:
+            raise ParameterError(
+                f"file_path {os.fspath(file_path)!r} must be a file ending with one of {list(self.SUFFIXES)} "
+                f"for {type(self).__name__}, got suffix {self.path.suffix!r}"
+            )
+        self.file_path = str(self.path)
+
+    def lazy_load(self) -> Iterator[Document]:
+        """Yield the documents of the file; a file that cannot be parsed raises ``DocumentError``."""
+        try:
+            yield from self._load()
+        except MxRagError:
+            raise
+        except Exception as exc:
+            raise DocumentError(
+                f"cannot load {self.file_path!r} with {type(self).__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _load(self) -> Iterator[Document]:
+        raise NotImplementedError
+
+    def _read_bytes(self) -> bytes:
+        """The file's bytes, refusing a file that grew past the limit since construction."""
+        with self.path.open("rb") as handle:
+            data = handle.read(self.MAX_SIZE + 1)
+        if len(data) > self.MAX_SIZE:
+            raise DocumentError(f"{self.file_path!r} is larger than the limit of {self.MAX_SIZE} bytes")
+        return data
+
+    def _text_document(self, text: str, **metadata: Any) -> Document:
+        return Document(page_content=text, metadata={"source": self.file_path, "type": "text", **metadata})
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL characters (some PDFs emit them; databases refuse them) and outer whitespace."""
+    return text.replace("\x00", "").strip()
+
+
+def check_no_ocr(enable_ocr: Any, lang: Any) -> None:
+    """``lang`` must be a ``Lang``; ``enable_ocr`` must be False (no OCR engine ships with mx_rag)."""
+    check_instance("lang", lang, Lang)
+    if check_bool("enable_ocr", enable_ocr):
+        raise ParameterError(
+            "enable_ocr=True is not available in this build: mx_rag ships no OCR engine. "
+            "Pass a vlm (Img2TextLLM) to describe images, or run OCR on the file before loading it"
+        )
+
+
+def check_zip(data: bytes, source: str, kind: str) -> None:
+    """Refuse an Office Open XML file that is encrypted, not a zip, or a zip bomb.
+
+    A zip bomb here is: at least 5120 entries, more than 500 MiB uncompressed in total, or an
+    entry above 1 MiB that expands more than 200 times.
+    """
+    if data[:8] == OLE_MAGIC:
+        raise DocumentError(
+            f"{source!r} is encrypted or not a {kind} file: it is an OLE compound document, not an Office "
+            f"Open XML zip (password-protected Office files are stored this way); remove the password and "
+            f"save it as {kind}"
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise DocumentError(f"{source!r} is not a valid {kind} file (not a zip archive: {exc})") from exc
+    if len(entries) >= MAX_ZIP_ENTRIES:
+        raise DocumentError(f"{source!r} looks like a zip bomb: {len(entries)} entries (limit {MAX_ZIP_ENTRIES - 1})")
+    total = sum(entry.file_size for entry in entries)
+    if total > MAX_ZIP_UNCOMPRESSED:
+        raise DocumentError(
+            f"{source!r} looks like a zip bomb: {total} bytes uncompressed (limit {MAX_ZIP_UNCOMPRESSED})"
+        )
+    for entry in entries:
+        ratio = entry.file_size / max(entry.compress_size, 1)
+        if entry.file_size > MIN_RATIO_CHECK and ratio > MAX_ZIP_RATIO:
+            raise DocumentError(
+                f"{source!r} looks like a zip bomb: entry {entry.filename!r} expands {ratio:.0f} times "
+                f"(limit {MAX_ZIP_RATIO})"
+            )

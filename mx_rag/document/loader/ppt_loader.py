@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``PowerPointLoader``: a PowerPoint (.pptx) deck, one text Document per slide, with python-pptx.
+
+Per slide, in shape order: text frames (one line per paragraph), tables (one line per row, cells
+joined with " | "), and the shapes inside groups. Slides without text yield no text Document.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from pptx import Presentation
+from pptx.shapes.base import BaseShape
+from pptx.shapes.group import GroupShape
+
+from mx_rag.document.loader import base_loader
+from mx_rag.document.loader._images import caption_image, check_vlm
+from mx_rag.document.loader.base_loader import BaseLoader, check_no_ocr, check_zip, clean_text
+from mx_rag.errors import DocumentError
+from mx_rag.utils.common import Lang
+
+if TYPE_CHECKING:
+    from mx_rag.llm.img2text import Img2TextLLM
+
+__all__ = ["PowerPointLoader"]
+
+
+class PowerPointLoader(BaseLoader):
+    """Load a ``.pptx`` file: one text Document per slide (``metadata``: source, page, type "text").
+
+    ``page`` is the 1-based slide number. With ``vlm``, each picture of at least 256 pixels on
+    one side is captioned and yielded after its slide's text as an image Document (``page``,
+    ``type`` "image", ``image_base64``, ``image_mime``).
+
+    Args:
+        file_path: the ``.pptx`` file (at most 100 MiB and 1000 slides).
+        vlm: an ``Img2TextLLM`` to caption pictures, or None to ignore them.
+        lang: document language (kept for compatibility; used by OCR in the original).
+        enable_ocr: must be False: no OCR engine ships with mx_rag.
+
+    Example:
+        >>> from mx_rag.document.loader import PowerPointLoader
+        >>> slides = PowerPointLoader("deck.pptx").load()  # doctest: +SKIP
+        >>> [d.metadata["page"] for d in slides]  # doctest: +SKIP
+        [1, 2, 3]
+    """
+
+    SUFFIXES = (".pptx",)
+
+    def __init__(
+        self,
+        file_path: str | os.PathLike[str],
+        vlm: Img2TextLLM | None = None,
+        lang: Lang = Lang.CH,
+        enable_ocr: bool = False,
+    ) -> None:
+        super().__init__(file_path)
+        check_no_ocr(enable_ocr, lang)
+        self.vlm = check_vlm(vlm)
+        self.lang = lang
+        self.enable_ocr = enable_ocr
+
+    def _load(self) -> Iterator[Document]:
+        data = self._read_bytes()
+        check_zip(data, self.file_path, ".pptx")
+        deck = Presentation(io.BytesIO(data))
+        count = len(deck.slides)
+        if count > base_loader.MAX_PAGE_NUM:
+            raise DocumentError(f"{self.file_path!r} has {count} slides, more than the limit of "
+                                f"{base_loader.MAX_PAGE_NUM}")
+        for number, slide in enumerate(deck.slides, start=1):
+            shapes = list(_flatten(slide.shapes))
+            text = clean_text("\n".join(line for shape in shapes for line in _shape_lines(shape)))
+            if text:
+                yield self._text_document(text, page=number)
+            if self.vlm is not None:
+                yield from self._captions(shapes, number)
+
+    def _captions(self, shapes: list[BaseShape], number: int) -> Iterator[Document]:
+        assert self.vlm is not None
+        for shape in shapes:
+            blob = _picture_blob(shape)
+            if blob is not None:
+                doc = caption_image(blob, self.vlm, source=self.file_path, page=number)
+                if doc is not None:
+                    yield doc
+
+
+def _flatten(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
+    """Shapes in order, with the members of group shapes in place of the group."""
+    for shape in shapes:
+        if isinstance(shape, GroupShape):
+            yield from _flatten(shape.shapes)
+        else:
+            yield shape
+
+
+def _shape_lines(shape: Any) -> list[str]:
+    if getattr(shape, "has_table", False):
+        rows = []
+        for row in shape.table.rows:
+            cells = [" ".join(cell.text.split()) for cell in row.cells]
+            if any(cells):
+                rows.append(" | ".join(cells))
+        return rows
+    if getattr(shape, "has_text_frame", False):
+        return [line for p in shape.text_frame.paragraphs if (line := " ".join(p.text.split()))]
+    return []
+
+
+def _picture_blob(shape: Any) -> bytes | None:
+    """The image bytes of a picture or picture placeholder; None for other shapes or linked images."""
+    try:
+        image = shape.image
+    except (AttributeError, KeyError, ValueError):
+        return None
+    return bytes(image.blob)
