@@ -11,13 +11,18 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    "a an and are as at be by do does for from has have how in is it me of on or tell that the this to "
+    "was what when where which who why with about".split()
+)
 
 
 class HashEmbedding(Embeddings):
     """Bag-of-words vectors by feature hashing, L2-normalised.
 
     Texts sharing words get a positive cosine similarity, so retrieval behaves sensibly, yet no
-    model is loaded. CJK characters count as single tokens.
+    model is loaded. CJK characters count as single tokens; common English function words are
+    ignored.
 
     Example:
         >>> emb = HashEmbedding(dim=64)
@@ -35,7 +40,7 @@ class HashEmbedding(Embeddings):
         for word in _TOKEN.findall(text.lower()):
             if any("\u4e00" <= ch <= "\u9fff" for ch in word):
                 tokens.extend(word)
-            else:
+            elif word not in _STOPWORDS:
                 tokens.append(word)
         return tokens
 
