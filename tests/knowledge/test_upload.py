@@ -25,6 +25,13 @@ def copy(name: str, docs: Path, as_name: str | None = None) -> Path:
     return target
 
 
+def truncated(name: str, target: Path) -> Path:
+    """A real file cut in half: a malformed document of the same type."""
+    data = (DATA / name).read_bytes()
+    target.write_bytes(data[: len(data) // 2])
+    return target
+
+
 def test_upload_real_documents(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
     files = [copy(n, stores.docs) for n in ("fake.docx", "norwich-city.txt", "fake-power-point.pptx")]
     assert upload_files(kb, [str(f) for f in files], mng, stores.embed) == []
@@ -39,7 +46,7 @@ def test_upload_real_documents(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) 
 
 def test_bad_file_fails_alone_and_leaves_nothing(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
     good = copy("fake.docx", stores.docs)
-    bad = copy("fake-power-point-malformed.pptx", stores.docs)
+    bad = truncated("fake-power-point.pptx", stores.docs / "broken.pptx")
     assert upload_files(kb, [str(bad), str(good)], mng, stores.embed) == [str(bad)]
     assert [d.document_name for d in kb.get_all_documents()] == ["fake.docx"]
     assert kb.check().ok
@@ -69,7 +76,7 @@ def test_duplicates_need_force_and_force_replaces_after_parse(kb: KnowledgeDB, s
 
     keep = copy("fake.docx", stores.docs, "keep.docx")
     assert upload_files(kb, [str(keep)], mng, stores.embed) == []
-    shutil.copyfile(DATA / "fake-power-point-malformed.pptx", keep)  # the new version cannot be parsed
+    truncated("fake.docx", keep)  # the new version cannot be parsed
     assert upload_files(kb, [str(keep)], mng, stores.embed, force=True) == [str(keep)]
     assert kb.check_document_exist(str(keep)), "the old version was lost"
     assert kb.check().ok
