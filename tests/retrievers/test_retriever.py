@@ -40,7 +40,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, emb):  # type: ignore[no-un
 
 def retriever(corpus, emb, **kwargs):  # type: ignore[no-untyped-def]
     _, docstore, vectors = corpus
-    return Retriever(vector_store=vectors, document_store=docstore, embed_func=emb.embed_documents, **kwargs)
+    settings = {"vector_store": vectors, "document_store": docstore, "embed_func": emb.embed_documents, **kwargs}
+    return Retriever(**settings)
 
 
 def test_supporting_paragraphs_are_found(corpus, emb) -> None:  # type: ignore[no-untyped-def]
