@@ -1,9 +1,10 @@
-# Two entry points: `make run` (the main job) and `make test`. Both build .venv from nothing.
+# Two entry points: `make run` (the main job: answer a question over docs/ with the embedded
+# defaults) and `make test`. Both build .venv from nothing.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-QUESTION ?= In one sentence, what is retrieval-augmented generation?
+QUESTION ?= Which file stores the vectors by default?
 
 .PHONY: run test lint setup clean
 
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/mxrag llm ask "$(QUESTION)"
+	$(VENV)/bin/mxrag ask "$(QUESTION)" --docs docs --max-tokens 128
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench

@@ -204,6 +204,16 @@ def ask(
     typer.echo(answer)
 
 
+def _register_rag_commands() -> None:
+    from mx_rag.cli import rag
+
+    app.command()(rag.ingest)
+    app.command()(rag.ask)
+
+
+_register_rag_commands()
+
+
 def main() -> None:
     """Entry point of the ``mxrag`` script."""
     app(prog_name="mxrag")

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A knowledge base in one local folder with the embedded defaults (SQLite, FAISS, MiniLM).
+
+This is what ``mxrag ask`` and ``mxrag ingest`` use; it is also the shortest way to start in
+Python::
+
+    from mx_rag.knowledge.local import LocalKnowledge
+    kb = LocalKnowledge.open(".mxrag", white_paths=["docs"])
+    kb.sync(["docs/guide.md"])
+    docs = kb.retriever(k=3).invoke("How do I install it?")
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mx_rag.knowledge.handler import upload_files
+from mx_rag.knowledge.knowledge import KnowledgeDB
+from mx_rag.knowledge.store import KnowledgeStore
+from mx_rag.retrievers.retriever import Retriever
+
+__all__ = ["LocalKnowledge", "SyncReport"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_USER = "Default"
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What ``LocalKnowledge.sync`` did, as lists of file paths."""
+
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    failed: list[str]
+
+
+@dataclass
+class LocalKnowledge:
+    """A ``KnowledgeDB`` over ``<workdir>/sql.db`` and ``<workdir>/faiss.index``, with its embedder."""
+
+    knowledge: KnowledgeDB
+    embedding: Any
+    loader_mng: Any
+
+    @classmethod
+    def open(
+        cls,
+        workdir: str | Path,
+        *,
+        white_paths: Sequence[str | Path],
+        knowledge_name: str = "default",
+        embedding_model: str | None = None,
+        chunk_size: int = 750,
+        chunk_overlap: int = 150,
+    ) -> LocalKnowledge:
+        """Open (or create) the knowledge base in ``workdir``; ``embedding_model`` is a path or
+        a built-in name (default all-MiniLM-L6-v2)."""
+        from mx_rag.document import LoaderMng
+        from mx_rag.embedding.local import TextEmbedding
+        from mx_rag.storage.document_store import SQLiteDocstore
+        from mx_rag.storage.vectorstore import MindFAISS
+
+        root = Path(workdir)
+        root.mkdir(parents=True, exist_ok=True)
+        embedding = TextEmbedding(embedding_model)
+        registry = KnowledgeStore(db_path=str(root / "sql.db"))
+        registry.add_knowledge(knowledge_name, DEFAULT_USER, "admin")
+        knowledge = KnowledgeDB(
+            knowledge_store=registry,
+            chunk_store=SQLiteDocstore(db_path=str(root / "sql.db")),
+            vector_store=MindFAISS(x_dim=embedding.dimension, devs=[0], load_local_index=str(root / "faiss.index")),
+            knowledge_name=knowledge_name,
+            white_paths=[str(p) for p in white_paths],
+            user_id=DEFAULT_USER,
+        )
+        return cls(knowledge, embedding, LoaderMng.with_defaults(chunk_size=chunk_size, chunk_overlap=chunk_overlap))
+
+    def sync(self, files: Sequence[str | Path]) -> SyncReport:
+        """Upload new files, re-upload files changed since they were stored, skip the rest."""
+        stored = {row.document_file_path: row.create_time for row in self.knowledge.get_all_documents()}
+        new, changed, unchanged = [], [], []
+        for file in files:
+            path = str(Path(file).resolve())
+            if path not in stored:
+                new.append(path)
+            elif Path(path).stat().st_mtime > _utc(stored[path]).timestamp():
+                changed.append(path)
+            else:
+                unchanged.append(path)
+        embed = self.embedding.embed_documents
+        failed = upload_files(self.knowledge, new, self.loader_mng, embed) if new else []
+        if changed:
+            failed += upload_files(self.knowledge, changed, self.loader_mng, embed, force=True)
+        return SyncReport(
+            added=[p for p in new if p not in failed],
+            updated=[p for p in changed if p not in failed],
+            unchanged=unchanged,
+            failed=failed,
+        )
+
+    def retriever(self, k: int = 3, score_threshold: float | None = None) -> Retriever:
+        """A retriever restricted to this knowledge base's documents."""
+        return Retriever(
+            vector_store=self.knowledge.vector_store,
+            document_store=self.knowledge.chunk_store,
+            embed_func=self.embedding.embed_documents,
+            k=k,
+            score_threshold=score_threshold,
+            filter_dict={"document_id": self.knowledge.document_ids()},
+        )
+
+
+def _utc(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes; the registry writes them in UTC."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
