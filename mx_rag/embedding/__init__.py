@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Embedding models: local encoders (``mx_rag.embedding.local``) and services (``mx_rag.embedding.service``).
+
+Every embedder is a LangChain ``Embeddings`` (``embed_documents``, ``embed_query``) returning
+L2-normalised vectors (services return what the server sends). Names are resolved on first
+access, so ``import mx_rag.embedding`` imports no torch, transformers or httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mx_rag.embedding.local.img_embedding import ImageEmbedding
+    from mx_rag.embedding.local.text_embedding import TextEmbedding
+    from mx_rag.embedding.service.tei_embedding import TEIEmbedding
+
+_LAZY = {
+    "ImageEmbedding": "mx_rag.embedding.local.img_embedding",
+    "TEIEmbedding": "mx_rag.embedding.service.tei_embedding",
+    "TextEmbedding": "mx_rag.embedding.local.text_embedding",
+}
+
+__all__ = ["ImageEmbedding", "TEIEmbedding", "TextEmbedding"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mx_rag.embedding' has no attribute {name!r}")

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Local embedding models: ``TextEmbedding`` (transformers text encoders), ``ImageEmbedding`` (CLIP).
+
+Names are resolved on first access and models load on first use, so importing this package
+imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mx_rag.embedding.local.img_embedding import ImageEmbedding
+    from mx_rag.embedding.local.text_embedding import TextEmbedding
+
+_LAZY = {
+    "ImageEmbedding": "mx_rag.embedding.local.img_embedding",
+    "TextEmbedding": "mx_rag.embedding.local.text_embedding",
+}
+
+__all__ = ["ImageEmbedding", "TextEmbedding"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mx_rag.embedding.local' has no attribute {name!r}")

