@@ -26,7 +26,11 @@ def _files(paths: list[Path]) -> list[Path]:
 
 
 def _open(workdir: Path, roots: list[Path], embedding: str | None) -> Any:
+    from transformers.utils import logging as hf_logging
+
     from mx_rag.knowledge.local import LocalKnowledge
+
+    hf_logging.disable_progress_bar()  # a command-line tool: keep the output to the answer
 
     allowed = sorted({(p if p.is_dir() else p.parent).resolve() for p in roots})
     return LocalKnowledge.open(workdir, white_paths=allowed, embedding_model=embedding)
