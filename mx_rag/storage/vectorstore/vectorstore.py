@@ -26,6 +26,8 @@ SCORE_SCALE: dict[str, Callable[[float], float]] = {
 
 
 class SearchMode(Enum):
+    """Which vectors a store holds: dense, sparse (``{index: weight}``) or both (hybrid)."""
+
     DENSE = 0
     SPARSE = 1
     HYBRID = 2
@@ -36,6 +38,11 @@ class VectorStore(ABC):
 
     ``search`` returns *scaled similarities*: higher is better, 1.0 at most; for unit vectors
     every metric maps to cosine similarity. Implementations: ``MindFAISS``, ``MilvusDB``.
+
+    Example:
+        >>> store.add([10, 11], [[1.0, 0.0], [0.0, 1.0]], document_id=3)
+        >>> store.search([[1.0, 0.0]], k=1, filter_dict={"document_id": [3]})
+        ([[1.0]], [[10]])
     """
 
     @abstractmethod
@@ -80,6 +87,7 @@ class VectorStore(ABC):
 
     def save_local(self) -> None:
         """Persist to disk where the store is file-backed (no-op otherwise)."""
+        return None
 
     def get_save_file(self) -> str:
         return ""

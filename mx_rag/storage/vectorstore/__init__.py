@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Vector stores: ``MindFAISS`` (a FAISS index file) and ``MilvusDB`` (a Milvus collection).
+
+Importing this package imports neither faiss nor pymilvus: ``MindFAISS`` and ``MilvusDB`` are
+loaded on first access, and a missing library raises ``ExtraNotInstalledError`` when a store is
+built (``pip install "mxrag[faiss]"`` / ``"mxrag[milvus]"``).
+
+Example:
+    >>> from mx_rag.storage.vectorstore import MindFAISS
+    >>> store = MindFAISS(x_dim=384, devs=[0], load_local_index="/data/faiss.index")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mx_rag.storage.vectorstore.vector_storage_factory import VectorStorageFactory
+from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore
+
+if TYPE_CHECKING:
+    from mx_rag.storage.vectorstore.faiss_npu import MindFAISS
+    from mx_rag.storage.vectorstore.milvus import MilvusDB
+
+__all__ = ["SCORE_SCALE", "MilvusDB", "MindFAISS", "SearchMode", "VectorStorageFactory", "VectorStore"]
+
+_LAZY = {
+    "MindFAISS": "mx_rag.storage.vectorstore.faiss_npu",
+    "MilvusDB": "mx_rag.storage.vectorstore.milvus",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

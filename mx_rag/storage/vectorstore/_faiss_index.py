@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The FAISS index under ``MindFAISS``: building, id bookkeeping, removal, search, load and save.
+
+One class, ``FaissIndex``, hides how each index kind stores caller ids:
+
+* ``FLAT``: ``IndexIDMap2(IndexFlat)``; exact search.
+* ``HNSW``: ``IndexIDMap2(IndexHNSWFlat)``; FAISS cannot remove from an HNSW graph, so a removal
+  rebuilds the graph from the stored vectors (O(n log n): prefer FLAT or IVF when deletes are
+  frequent).
+* ``IVF``: an ``IndexIDMap2(IndexFlat)`` (exact search) until ``train_size`` vectors exist, then
+  an ``IndexIVFFlat`` trained on all of them, holding the ids natively with a hashtable direct
+  map (so removal and reconstruction by id work). It stays IVF after that.
+
+The file written is a plain FAISS index file. This module imports faiss; it carries no lock (the
+caller, ``MindFAISS``, holds one).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import faiss as _faiss
+import numpy as np
+
+from mx_rag.errors import ParameterError, StorageError
+
+logger = logging.getLogger(__name__)
+faiss: Any = _faiss  # the bundled type stubs lag the library (SearchParametersHNSW, DirectMap)
+
+KINDS = ("FLAT", "HNSW", "IVF")
+METRICS = ("IP", "L2", "COSINE")
+PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
+    "FLAT": {},
+    "HNSW": {"M": (2, 256), "efConstruction": (1, 65536), "efSearch": (1, 65536)},
+    "IVF": {"nlist": (1, 65536), "nprobe": (1, 65536), "train_size": (1, 2**31 - 1)},
+}
+DEFAULTS: dict[str, dict[str, int]] = {
+    "FLAT": {},
+    "HNSW": {"M": 32, "efConstruction": 40, "efSearch": 64},
+    "IVF": {"nlist": 100, "nprobe": 8},
+}
+TRAIN_POINTS_PER_LIST = 39  # FAISS's own rule of thumb for k-means training
+MAX_TRAIN_POINTS_PER_LIST = 256
+EXACT_FILTER_MAX = 4096  # filtered searches over at most this many vectors are exact on every kind
+_IDMAP_FOURCC, _IDMAP2_FOURCC = b"IxMp", b"IxM2"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What the caller asked for: dimension, kind, metric and tuning knobs (defaults applied)."""
+
+    dim: int
+    kind: str
+    metric: str
+    params: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def build(dim: int, kind: str, metric: str, params: dict[str, int]) -> IndexSpec:
+        merged = {**DEFAULTS[kind], **params}
+        if kind == "IVF":
+            merged.setdefault("train_size", TRAIN_POINTS_PER_LIST * merged["nlist"])
+            if merged["train_size"] < merged["nlist"]:
+                raise ParameterError(
+                    f"index_params['train_size'] must be at least nlist ({merged['nlist']}), got {merged['train_size']}"
+                )
+        return IndexSpec(dim, kind, metric, merged)
+
+    @property
+    def faiss_metric(self) -> int:
+        return int(faiss.METRIC_L2 if self.metric == "L2" else faiss.METRIC_INNER_PRODUCT)
+
+
+class FaissIndex:
+    """A CPU FAISS index keyed by caller ids, with an optional GPU replica for unfiltered search."""
+
+    def __init__(self, spec: IndexSpec, index: Any = None) -> None:
+        self.spec = spec
+        self.kind = spec.kind  # what the index holds now: FLAT, HNSW or IVF (an untrained IVF is FLAT)
+        self.index = index if index is not None else self._empty(spec.kind == "HNSW")
+        self._gpu: Any = None
+        self._gpu_res: Any = None
+        self._gpu_device: int | None = None
+        self._gpu_stale = True
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @property
+    def index(self) -> Any:
+        return self._index
+
+    @index.setter
+    def index(self, value: Any) -> None:
+        self._index = value
+        self.kind = _kind(value)
+
+    def _empty(self, hnsw: bool) -> Any:
+        spec = self.spec
+        if hnsw:
+            inner = faiss.IndexHNSWFlat(spec.dim, spec.params["M"], spec.faiss_metric)
+            inner.hnsw.efConstruction = spec.params["efConstruction"]
+        else:
+            inner = faiss.IndexFlat(spec.dim, spec.faiss_metric)
+        return faiss.IndexIDMap2(inner)
+
+    @property
+    def trained_ivf(self) -> bool:
+        return isinstance(self.index, faiss.IndexIVF)
+
+    @classmethod
+    def load(cls, path: str, spec: IndexSpec) -> FaissIndex:
+        """Read an index file; StorageError if unreadable, ParameterError if it does not fit ``spec``."""
+        try:
+            raw = faiss.read_index(path)
+        except (RuntimeError, MemoryError) as exc:
+            raise StorageError(f"cannot read the FAISS index file {path!r} (corrupt or truncated?): {exc}") from exc
+        index = _normalise(raw, path)
+        if index.d != spec.dim:
+            raise ParameterError(f"x_dim is {spec.dim} but the index file {path!r} holds {index.d}-d vectors")
+        if index.metric_type != spec.faiss_metric:
+            found = "L2" if index.metric_type == faiss.METRIC_L2 else "IP or COSINE"
+            raise ParameterError(
+                f"metric_type is {spec.metric!r} but the index file {path!r} uses {found}; pass that metric_type"
+            )
+        kind = _kind(index)
+        if kind != spec.kind and not (kind == "FLAT" and spec.kind == "IVF"):
+            raise ParameterError(
+                f"index_type is {spec.kind!r} but the index file {path!r} holds a {kind} index; "
+                f"pass index_type={kind!r}"
+            )
+        if isinstance(index, faiss.IndexIVF) and index.direct_map.type != faiss.DirectMap.Hashtable:
+            index.set_direct_map_type(faiss.DirectMap.Hashtable)
+        return cls(spec, index)
+
+    def write(self, path: str) -> None:
+        faiss.write_index(self.index, path)
+
+    # -- contents --------------------------------------------------------------------------------
+
+    @property
+    def ntotal(self) -> int:
+        return int(self.index.ntotal)
+
+    def ids(self) -> np.ndarray:
+        """Every stored id, in internal order."""
+        if isinstance(self.index, faiss.IndexIVF):
+            lists = self.index.invlists
+            parts = [
+                faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy()
+                for i in range(self.index.nlist)
+                if lists.list_size(i)
+            ]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+
+    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
+        if len(ids) == 0:
+            return np.empty((0, self.spec.dim), dtype=np.float32)
+        return np.asarray(self.index.reconstruct_batch(ids), dtype=np.float32).reshape(len(ids), self.spec.dim)
+
+    def _all_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(self.index, faiss.IndexIVF):
+            ids = self.ids()
+            return ids, self.reconstruct(ids)
+        inner = faiss.downcast_index(self.index.index)
+        vectors = inner.reconstruct_n(0, self.ntotal) if self.ntotal else np.empty((0, self.spec.dim), np.float32)
+        return self.ids(), np.asarray(vectors, dtype=np.float32)
+
+    def drop_duplicate_ids(self) -> int:
+        """Keep the last vector of each repeated id (files of the original SDK, whose ``update``
+        appended instead of replacing, hold such repeats); returns how many were dropped."""
+        ids = self.ids()
+        if len(np.unique(ids)) == len(ids):
+            return 0
+        if self.trained_ivf:
+            raise StorageError("the IVF index file holds repeated ids; rebuild it")
+        _, vectors = self._all_vectors()
+        _, last_reversed = np.unique(ids[::-1], return_index=True)
+        keep = np.sort(len(ids) - 1 - last_reversed)
+        rebuilt = self._empty(hnsw=self.kind == "HNSW")
+        rebuilt.add_with_ids(vectors[keep], ids[keep])
+        self.index = rebuilt
+        return len(ids) - len(keep)
+
+    # -- mutations (the caller has checked that added ids are new and removed ids exist) ----------
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        self._gpu_stale = True
+        untrained = self.spec.kind == "IVF" and not self.trained_ivf
+        if untrained and self.ntotal + len(ids) >= self.spec.params["train_size"]:
+            old_ids, old_vectors = self._all_vectors()
+            self.index = self._train_ivf(np.concatenate([old_ids, ids]), np.vstack([old_vectors, vectors]))
+            return
+        self.index.add_with_ids(vectors, ids)
+
+    def _train_ivf(self, ids: np.ndarray, vectors: np.ndarray) -> Any:
+        spec = self.spec
+        nlist = spec.params["nlist"]
+        quantizer = faiss.IndexFlat(spec.dim, spec.faiss_metric)
+        ivf = faiss.IndexIVFFlat(quantizer, spec.dim, nlist, spec.faiss_metric)
+        sample = vectors
+        if len(vectors) > MAX_TRAIN_POINTS_PER_LIST * nlist:
+            rows = np.random.default_rng(0).choice(len(vectors), MAX_TRAIN_POINTS_PER_LIST * nlist, replace=False)
+            sample = vectors[np.sort(rows)]
+        logger.info("training the IVF index: %d lists on %d vectors", nlist, len(sample))
+        ivf.train(sample)
+        ivf.nprobe = min(spec.params["nprobe"], nlist)
+        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+        ivf.add_with_ids(vectors, ids)
+        return ivf
+
+    def remove(self, ids: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        self._gpu_stale = True
+        if isinstance(self.index, faiss.IndexIVF):
+            self.index.remove_ids(faiss.IDSelectorArray(ids))  # the hashtable direct map needs an array
+        elif self.kind == "HNSW":
+            all_ids, vectors = self._all_vectors()
+            keep = ~np.isin(all_ids, ids)
+            rebuilt = self._empty(hnsw=True)
+            if keep.any():
+                rebuilt.add_with_ids(vectors[keep], all_ids[keep])
+            self.index = rebuilt
+        else:
+            self.index.remove_ids(faiss.IDSelectorBatch(ids))
+
+    # -- search ----------------------------------------------------------------------------------
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` (distances, ids) per query, ids -1 where fewer exist; ``allowed`` restricts ids."""
+        if allowed is not None and len(allowed) <= EXACT_FILTER_MAX and self.kind != "FLAT":
+            return self._exact_among(queries, k, allowed)
+        if allowed is None and (replica := self._gpu_replica()) is not None:
+            return replica.search(queries, k)
+        selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+        return self.index.search(queries, k, params=self._search_params(k, selector))
+
+    def _search_params(self, k: int, selector: Any) -> Any:
+        params: Any = None
+        if self.kind == "HNSW":
+            params = faiss.SearchParametersHNSW(efSearch=max(self.spec.params["efSearch"], k))
+        elif isinstance(self.index, faiss.IndexIVF):
+            params = faiss.SearchParametersIVF(nprobe=min(self.spec.params["nprobe"], self.index.nlist))
+        elif selector is not None:
+            params = faiss.SearchParameters()
+        if selector is not None:
+            params.sel = selector
+        return params
+
+    def _exact_among(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        scratch = faiss.IndexFlat(self.spec.dim, self.spec.faiss_metric)
+        scratch.add(self.reconstruct(allowed))
+        distances, rows = scratch.search(queries, k)
+        return distances, np.where(rows >= 0, allowed[np.maximum(rows, 0)], -1)
+
+    # -- GPU replica -----------------------------------------------------------------------------
+
+    def use_gpu(self, device: int) -> None:
+        """Serve unfiltered searches from a replica on ``device`` (FLAT and IVF; HNSW stays on CPU)."""
+        if self.spec.kind == "HNSW":
+            logger.info("FAISS has no GPU HNSW index; HNSW searches run on the CPU")
+            return
+        self._gpu_res = faiss.StandardGpuResources()
+        self._gpu_device = device
+
+    def _gpu_replica(self) -> Any:
+        if self._gpu_device is None:
+            return None
+        if self._gpu_stale or self._gpu is None:
+            try:
+                replica = faiss.index_cpu_to_gpu(self._gpu_res, self._gpu_device, self.index)
+                if isinstance(self.index, faiss.IndexIVF):
+                    faiss.GpuParameterSpace().set_index_parameter(replica, "nprobe", self.spec.params["nprobe"])
+            except (RuntimeError, AttributeError) as exc:
+                logger.warning("GPU replica failed on device %s, searching on the CPU: %s", self._gpu_device, exc)
+                self._gpu_device = self._gpu = None
+                return None
+            self._gpu, self._gpu_stale = replica, False
+        return self._gpu
+
+
+def _kind(index: Any) -> str:
+    if isinstance(index, faiss.IndexIVF):
+        return "IVF"
+    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap) else index
+    return "HNSW" if isinstance(inner, faiss.IndexHNSW) else "FLAT"
+
+
+def _normalise(raw: Any, path: str) -> Any:
+    """An index we can serve: IDMap2 over Flat/HNSWFlat, or IVFFlat; other layouts are refused."""
+    if isinstance(raw, faiss.IndexIDMap) and not isinstance(raw, faiss.IndexIDMap2):
+        # IDMap and IDMap2 share one on-disk layout; IDMap2 adds the reverse map (built on read).
+        data = faiss.serialize_index(raw)
+        data[:4] = np.frombuffer(_IDMAP2_FOURCC, dtype=np.uint8)
+        raw = faiss.deserialize_index(data)
+    if isinstance(raw, faiss.IndexIDMap2):
+        inner = faiss.downcast_index(raw.index)
+        if type(inner) in (faiss.IndexFlat, faiss.IndexFlatIP, faiss.IndexFlatL2, faiss.IndexHNSWFlat):
+            return raw
+        raise ParameterError(f"the index file {path!r} wraps an unsupported {type(inner).__name__}")
+    if isinstance(raw, faiss.IndexIVFFlat):
+        return raw
+    if type(raw) in (faiss.IndexFlat, faiss.IndexFlatIP, faiss.IndexFlatL2):  # no ids: they are 0..n-1
+        wrapped = faiss.IndexIDMap2(faiss.IndexFlat(raw.d, raw.metric_type))
+        if raw.ntotal:
+            wrapped.add_with_ids(raw.reconstruct_n(0, raw.ntotal), np.arange(raw.ntotal, dtype=np.int64))
+        return wrapped
+    raise ParameterError(f"the index file {path!r} holds an unsupported {type(raw).__name__}")

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Backends for the vector-store conformance suite, and random unit vectors."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mx_rag.storage.vectorstore import MilvusDB, MindFAISS, VectorStore
+
+DIM = 32
+StoreFactory = Callable[[], VectorStore]
+
+# (id, constructor kwargs, exact?) — exact backends must match brute force on the full top k
+FAISS_BACKENDS = {
+    "faiss-flat-ip": ({"index_type": "FLAT", "metric_type": "IP"}, True),
+    "faiss-flat-l2": ({"index_type": "FLAT", "metric_type": "L2"}, True),
+    "faiss-cosine": ({"index_type": "FLAT", "metric_type": "COSINE"}, True),
+    "faiss-hnsw": ({"index_type": "HNSW", "metric_type": "IP", "index_params": {"M": 16, "efSearch": 64}}, False),
+    # nprobe == nlist probes every list, so the trained IVF index is exact too
+    "faiss-ivf": (
+        {"index_type": "IVF", "metric_type": "IP", "index_params": {"nlist": 4, "nprobe": 4, "train_size": 64}},
+        True,
+    ),
+}
+BACKENDS = [*FAISS_BACKENDS, "milvus-lite"]
+_names = itertools.count()
+
+
+def unit_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="session")
+def milvus_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(str(tmp_path_factory.mktemp("milvus") / "milvus.db"))
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreFactory:
+    """A factory of empty stores of the parametrized backend (file-backed FAISS, milvus-lite)."""
+
+    def factory() -> VectorStore:
+        if backend == "milvus-lite":
+            client = request.getfixturevalue("milvus_client")
+            return MilvusDB.create(
+                client=client, collection_name=f"c{next(_names)}", x_dim=DIM, metric_type="IP", index_type="FLAT"
+            )
+        kwargs, _ = FAISS_BACKENDS[backend]
+        return MindFAISS(x_dim=DIM, devs=[0], load_local_index=tmp_path / f"{next(_names)}.index", **kwargs)
+
+    return factory
+
+
+@pytest.fixture
+def exact(backend: str) -> bool:
+    return backend == "milvus-lite" or FAISS_BACKENDS[backend][1]
