@@ -12,8 +12,44 @@ from langchain_core.embeddings import Embeddings
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(
-    "a an and are as at be by do does for from has have how in is it me of on or tell that the this to "
-    "was what when where which who why with about".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "me",
+        "of",
+        "on",
+        "or",
+        "tell",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "about",
+    ]
 )
 
 

@@ -26,8 +26,11 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def llm(server: ScriptedServer) -> Text2TextLLM:
-    return Text2TextLLM(base_url=server.url("/v1/chat/completions"), model_name="scripted",
-                        client_param=ClientParam(use_http=True, retries=0))
+    return Text2TextLLM(
+        base_url=server.url("/v1/chat/completions"),
+        model_name="scripted",
+        client_param=ClientParam(use_http=True, retries=0),
+    )
 
 
 @pytest.fixture
@@ -39,7 +42,9 @@ def embed() -> HashEmbedding:
 def stores(tmp_path: Path, embed: HashEmbedding) -> tuple[MindFAISS, SQLiteDocstore]:
     docstore = SQLiteDocstore(db_path=str(tmp_path / "sql.db"))
     vectors = MindFAISS(x_dim=256, devs=[0], load_local_index=str(tmp_path / "faiss.index"))
-    ids = docstore.add([MxDocument(text, {"source": f"fact{i}.txt", "type": "text"}) for i, text in enumerate(FACTS)], 1)
+    ids = docstore.add(
+        [MxDocument(text, {"source": f"fact{i}.txt", "type": "text"}) for i, text in enumerate(FACTS)], 1
+    )
     vectors.add(ids, embed.embed_documents(FACTS), document_id=1)
     return vectors, docstore
 

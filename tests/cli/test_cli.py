@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -92,3 +93,22 @@ def test_ask_prints_an_answer() -> None:
     result = _run("llm", "ask", "Who wrote Hamlet?", "--max-tokens", "16", "--ctx", "1024", timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
+
+
+@pytest.mark.llm
+def test_ask_over_documents_prints_answer_and_sources(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(
+        "# Storage\n\nBy default mx_rag keeps vectors in a FAISS index file named faiss.index.\n", encoding="utf-8"
+    )
+    command = [sys.executable, "-m", "mx_rag.cli", "ask", "Where are vectors kept?", "--docs", str(docs),
+               "--workdir", str(tmp_path / "kb"), "--max-tokens", "24"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    answer, _, sources = done.stdout.partition("\nSources:\n")
+    assert answer.strip()
+    assert str(docs / "guide.md") in sources
+    assert "1 added" in done.stderr
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert "0 added, 0 updated, 1 unchanged" in again.stderr

@@ -45,7 +45,9 @@ def tei_reply(path: str, texts: list[str]) -> Reply:
     """Score = number of words shared with 'dense vectors search', shuffled order, as a server might."""
     scores = [len({"dense", "vectors", "searches"} & set(t.lower().strip(".").split())) for t in texts]
     if path.endswith("/v1/rerank"):
-        return Reply.json({"results": [{"index": i, "relevance_score": float(s)} for i, s in reversed(list(enumerate(scores)))]})
+        return Reply.json(
+            {"results": [{"index": i, "relevance_score": float(s)} for i, s in reversed(list(enumerate(scores)))]}
+        )
     return Reply.json([{"index": i, "score": float(s)} for i, s in reversed(list(enumerate(scores)))])
 
 
@@ -56,7 +58,7 @@ def reranker(request: pytest.FixtureRequest, cross_encoder_dir: Path, server: Sc
         return LocalReranker(str(cross_encoder_dir), dev_id=0, k=2)
     path = "/rerank" if request.param == "tei" else "/v1/rerank"
     for start in range(0, len(TEXTS), 2):
-        server.enqueue(tei_reply(path, TEXTS[start:start + 2]))
+        server.enqueue(tei_reply(path, TEXTS[start : start + 2]))
     return TEIReranker(url=server.url(path), k=2, client_param=ClientParam(use_http=True, retries=0))
 
 
@@ -76,8 +78,9 @@ def test_rerank_top_k_keeps_k_best_documents_with_metadata(reranker: Reranker) -
     assert docs[0].metadata == {"i": 0}  # inputs untouched
 
 
-@pytest.mark.parametrize(("query", "texts", "name"), [("", TEXTS, "query"), ("q", [], "texts"),
-                                                      ("q", ["ok", ""], "texts[1]")])
+@pytest.mark.parametrize(
+    ("query", "texts", "name"), [("", TEXTS, "query"), ("q", [], "texts"), ("q", ["ok", ""], "texts[1]")]
+)
 def test_limits(reranker: Reranker, query: str, texts: list[str], name: str) -> None:
     with pytest.raises(ParameterError, match=re.escape(name)):
         reranker.rerank(query, texts)
@@ -105,8 +108,12 @@ def test_local_reranker_prefers_relevant_pairs_after_scoring(cross_encoder_dir: 
 
 @pytest.mark.parametrize(
     "reply",
-    [Reply.json([{"index": 0, "score": 1.0}]), Reply.json([{"index": 0, "score": 1.0}, {"index": 0, "score": 2.0}]),
-     Reply.json([{"index": 0, "score": "high"}, {"index": 1, "score": 1}]), Reply.json({"error": "x"})],
+    [
+        Reply.json([{"index": 0, "score": 1.0}]),
+        Reply.json([{"index": 0, "score": 1.0}, {"index": 0, "score": 2.0}]),
+        Reply.json([{"index": 0, "score": "high"}, {"index": 1, "score": 1}]),
+        Reply.json({"error": "x"}),
+    ],
     ids=["too-few", "repeated-index", "non-numeric", "not-a-list"],
 )
 def test_tei_broken_answers_raise(server: ScriptedServer, reply: Reply) -> None:

@@ -34,7 +34,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, emb):  # type: ignore[no-un
         ids = docstore.add([MxDocument(text, {"title": title}, document_name=item["_id"])
                             for title, text in paragraphs], doc_id)
         vectors.add(ids, emb.embed_documents([text for _, text in paragraphs]), document_id=doc_id)
-        titles.update({i: t for i, (t, _) in zip(ids, paragraphs)})
+        titles.update({i: t for i, (t, _) in zip(ids, paragraphs, strict=True)})
     return items, docstore, vectors
 
 
@@ -100,7 +100,7 @@ def test_stored_metadata_is_never_mutated(corpus, emb) -> None:  # type: ignore[
 def test_one_docstore_query_per_search(corpus, emb) -> None:  # type: ignore[no-untyped-def]
     _, docstore, _ = corpus
     statements: list[str] = []
-    engine = docstore._engine  # noqa: SLF001 - counting SQL statements on the real engine
+    engine = docstore._engine  # counting SQL statements on the real engine
     listener = lambda *args: statements.append(args[2])  # noqa: E731
     event.listen(engine, "before_cursor_execute", listener)
     try:

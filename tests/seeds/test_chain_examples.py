@@ -28,28 +28,29 @@ def build_knowledge_base(workdir: Path, minilm_path: str, loader_params: dict | 
     loader_mng.register_loader(loader_class=PdfLoader, file_types=[".pdf"], **params)
     loader_mng.register_loader(loader_class=DocxLoader, file_types=[".docx"], **params)
     loader_mng.register_loader(loader_class=PowerPointLoader, file_types=[".pptx"], **params)
-    loader_mng.register_splitter(splitter_class=RecursiveCharacterTextSplitter,
-                                 file_types=[".pdf", ".docx", ".txt", ".md", ".xlsx", ".pptx"],
-                                 splitter_params={"chunk_size": 750,
-                                                  "chunk_overlap": 150,
-                                                  "keep_separator": False})
+    loader_mng.register_splitter(
+        splitter_class=RecursiveCharacterTextSplitter,
+        file_types=[".pdf", ".docx", ".txt", ".md", ".xlsx", ".pptx"],
+        splitter_params={"chunk_size": 750, "chunk_overlap": 150, "keep_separator": False},
+    )
     dev = 0
     emb = TextEmbedding(minilm_path, dev_id=dev)
-    vector_store = MindFAISS(x_dim=384, devs=[dev],
-                             load_local_index=str(workdir / "faiss.index"),
-                             auto_save=True)
+    vector_store = MindFAISS(x_dim=384, devs=[dev], load_local_index=str(workdir / "faiss.index"), auto_save=True)
     chunk_store = SQLiteDocstore(db_path=str(workdir / "sql.db"))
     knowledge_store = KnowledgeStore(db_path=str(workdir / "sql.db"))
     knowledge_store.add_knowledge("test", "Default", "admin")
-    knowledge_db = KnowledgeDB(knowledge_store=knowledge_store,
-                               chunk_store=chunk_store,
-                               vector_store=vector_store,
-                               knowledge_name="test",
-                               white_paths=[str(workdir)],
-                               user_id="Default"
-                               )
-    files = [str(workdir / "files" / n) for n in ("layout-parser-paper-fast.pdf", "fake.docx",
-                                                   "fake-power-point.pptx", "embedded-images.pdf")]
+    knowledge_db = KnowledgeDB(
+        knowledge_store=knowledge_store,
+        chunk_store=chunk_store,
+        vector_store=vector_store,
+        knowledge_name="test",
+        white_paths=[str(workdir)],
+        user_id="Default",
+    )
+    files = [
+        str(workdir / "files" / n)
+        for n in ("layout-parser-paper-fast.pdf", "fake.docx", "fake-power-point.pptx", "embedded-images.pdf")
+    ]
     failed = upload_files(knowledge_db, files, loader_mng, emb.embed_documents, True)
     assert failed == []
     return emb, vector_store, chunk_store, knowledge_db
@@ -66,11 +67,14 @@ def test_basic_chat_example(workdir: Path, minilm_path: str, https_server: Scrip
 
     emb, vector_store, chunk_store, _ = build_knowledge_base(workdir, minilm_path)
     client_param = ClientParam(ca_file=ca_file)
-    llm = Text2TextLLM(model_name="Meta-Llama-3-8B-Instruct",
-                       base_url=https_server.url("/v1/chat/completions"),
-                       client_param=client_param)
-    r = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=1,
-                  score_threshold=0.6)
+    llm = Text2TextLLM(
+        model_name="Meta-Llama-3-8B-Instruct",
+        base_url=https_server.url("/v1/chat/completions"),
+        client_param=client_param,
+    )
+    r = Retriever(
+        vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=1, score_threshold=0.6
+    )
     rag = SingleText2TextChain(retriever=r, llm=llm)
     response = rag.query(QUESTION, LLMParameterConfig(max_tokens=1024, temperature=1.0, top_p=0.1))
     assert response["query"] == QUESTION
@@ -111,26 +115,38 @@ def test_image_and_text_example(workdir: Path, minilm_path: str, https_server: S
     from mx_rag.retrievers import Retriever
     from mx_rag.utils import ClientParam
 
-    vlm = Img2TextLLM(base_url=https_server.url("/openai/v1/chat/completions"),
-                      model_name="Qwen2.5-VL-7B-Instruct",
-                      llm_config=LLMParameterConfig(max_tokens=512),
-                      client_param=ClientParam(ca_file=ca_file))
+    vlm = Img2TextLLM(
+        base_url=https_server.url("/openai/v1/chat/completions"),
+        model_name="Qwen2.5-VL-7B-Instruct",
+        llm_config=LLMParameterConfig(max_tokens=512),
+        client_param=ClientParam(ca_file=ca_file),
+    )
     emb, vector_store, chunk_store, knowledge_db = build_knowledge_base(
-        workdir, minilm_path, {"loader_params": {"vlm": vlm}})
-    images = [d for doc_id in knowledge_db.document_ids() for d in chunk_store.search_by_document_id(doc_id)
-              if d.metadata.get("type") == "image"]
+        workdir, minilm_path, {"loader_params": {"vlm": vlm}}
+    )
+    images = [
+        d
+        for doc_id in knowledge_db.document_ids()
+        for d in chunk_store.search_by_document_id(doc_id)
+        if d.metadata.get("type") == "image"
+    ]
     assert images, "the VLM captioned no picture"
     assert all(d.metadata["image_base64"] and d.page_content.startswith("echo: ") for d in images)
     vlm_call = next(r for r in https_server.requests if r.path.startswith("/openai/"))
     assert vlm_call.json["messages"][-1]["content"][1]["image_url"]["url"].startswith("data:image/")
 
-    llm = Text2TextLLM(model_name="Meta-Llama-3-8B-Instruct",
-                       base_url=https_server.url("/v1/chat/completions"),
-                       client_param=ClientParam(ca_file=ca_file))
+    llm = Text2TextLLM(
+        model_name="Meta-Llama-3-8B-Instruct",
+        base_url=https_server.url("/v1/chat/completions"),
+        client_param=ClientParam(ca_file=ca_file),
+    )
     sys_messages = [{"role": "system", "content": TEXT_INFER_PROMPT}]
-    r = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=3,
-                  score_threshold=0.1)
-    rag = SingleText2TextChain(retriever=r, llm=llm, sys_messages=sys_messages, user_content_builder=user_content_builder)
+    r = Retriever(
+        vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=3, score_threshold=0.1
+    )
+    rag = SingleText2TextChain(
+        retriever=r, llm=llm, sys_messages=sys_messages, user_content_builder=user_content_builder
+    )
     response = rag.query(images[0].page_content, LLMParameterConfig(max_tokens=1024, temperature=1.0, top_p=0.1))
     kinds = {d["metadata"]["type"] for d in response["source_documents"]}
     assert "image" in kinds
@@ -147,16 +163,19 @@ def test_multi_query_example(workdir: Path, minilm_path: str, https_server: Scri
     from mx_rag.utils import ClientParam
 
     emb, vector_store, chunk_store, _ = build_knowledge_base(workdir, minilm_path)
-    llm = Text2TextLLM(base_url=https_server.url("/v1/chat/completions"),
-                       model_name="Llama3-8B-Chinese-Chat",
-                       client_param=ClientParam(ca_file=ca_file))
-    multi_text_retriever = MultiQueryRetriever(llm=llm,
-                                               vector_store=vector_store,
-                                               document_store=chunk_store,
-                                               embed_func=emb.embed_documents,
-                                               k=1,
-                                               score_threshold=0.2
-                                               )
+    llm = Text2TextLLM(
+        base_url=https_server.url("/v1/chat/completions"),
+        model_name="Llama3-8B-Chinese-Chat",
+        client_param=ClientParam(ca_file=ca_file),
+    )
+    multi_text_retriever = MultiQueryRetriever(
+        llm=llm,
+        vector_store=vector_store,
+        document_store=chunk_store,
+        embed_func=emb.embed_documents,
+        k=1,
+        score_threshold=0.2,
+    )
     https_server.enqueue(Reply.chat("1. What is LayoutParser?\n2. How are bullet slides added?\n3. Lorem ipsum?"))
     res = multi_text_retriever.invoke("Describe the LayoutParser toolkit.")
     assert len(res) >= 2 and len({d.page_content for d in res}) == len(res)
@@ -171,11 +190,14 @@ def test_parallel_chain_example(workdir: Path, minilm_path: str, https_server: S
 
     emb, vector_store, chunk_store, _ = build_knowledge_base(workdir, minilm_path)
     client_param = ClientParam(ca_file=ca_file)
-    llm = Text2TextLLM(model_name="Meta-Llama-3-8B-Instruct",
-                       base_url=https_server.url("/v1/chat/completions"),
-                       client_param=client_param)
-    retriever = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=1,
-                          score_threshold=0.6)
+    llm = Text2TextLLM(
+        model_name="Meta-Llama-3-8B-Instruct",
+        base_url=https_server.url("/v1/chat/completions"),
+        client_param=client_param,
+    )
+    retriever = Retriever(
+        vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=1, score_threshold=0.6
+    )
     parallel_chain = ParallelText2TextChain(llm=llm, retriever=retriever)
     answer = parallel_chain.query(text="123456")
     assert answer["query"] == answer["prompt"] == "123456"
