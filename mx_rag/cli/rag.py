@@ -45,7 +45,7 @@ def _sync(kb: Any, paths: list[Path]) -> None:
     files = _supported(kb, _files(paths))
     report = kb.sync(files)
     typer.echo(
-        f"knowledge base: {len(report.added)} added, {len(report.updated)} updated, "
+        f"knowledge base: {len(report.added)} added, {len(report.replaced)} updated, "
         f"{len(report.unchanged)} unchanged, {len(report.failed)} failed",
         err=True,
     )

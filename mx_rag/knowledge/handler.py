@@ -3,27 +3,18 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from mx_rag.errors import DocumentError, KnowledgeError, MxRagError
+from mx_rag.knowledge.ingest import FileHandlerError, ingest_files
 from mx_rag.knowledge.knowledge import MAX_FILE_COUNT, KnowledgeDB
 from mx_rag.utils.checks import check_bool, check_instance, fail
-from mx_rag.utils.common import MAX_FILE_SIZE
-from mx_rag.utils.file_check import check_dir, check_file
+from mx_rag.utils.file_check import check_dir
 
 __all__ = ["FileHandlerError", "FilesLoadInfo", "delete_files", "upload_dir", "upload_files"]
 
-logger = logging.getLogger(__name__)
-
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
-
-
-class FileHandlerError(KnowledgeError):
-    """A file cannot be uploaded (duplicate without ``force``, too many files)."""
 
 
 def upload_files(
@@ -39,48 +30,15 @@ def upload_files(
     knowledge base's ``white_paths``, no duplicate unless ``force``): a bad path raises and
     nothing is uploaded. A file that fails to parse, embed or store is rolled back completely
     and listed in the result. With ``force=True`` an existing document is replaced only after
-    the new version parsed and embedded.
+    the new version parsed and embedded, and a file whose content did not change is skipped.
+    Parsing runs in worker threads while earlier files are embedded.
     """
     from mx_rag.document import LoaderMng
 
     check_instance("knowledge", knowledge, KnowledgeDB)
     check_instance("loader_mng", loader_mng, LoaderMng)
     check_bool("force", force)
-    paths = _check_files(knowledge, files, force)
-    failed: list[str] = []
-    for given, path in zip(files, paths, strict=True):
-        try:
-            _upload_one(knowledge, path, loader_mng, embed_func, force)
-        except (MxRagError, OSError) as exc:
-            logger.warning("upload of %s failed: %s", path.name, exc)
-            failed.append(given)
-    return failed
-
-
-def _check_files(knowledge: KnowledgeDB, files: Any, force: bool) -> list[Path]:
-    if not isinstance(files, (list, tuple)) or not all(isinstance(f, (str, Path)) for f in files):
-        raise fail("files", files, "a list of file paths")
-    if len(files) > knowledge.max_file_count:
-        raise FileHandlerError(f"{len(files)} files exceed max_file_count={knowledge.max_file_count}")
-    paths = [knowledge.check_file_path(check_file(f"files[{i}]", f, MAX_FILE_SIZE)) for i, f in enumerate(files)]
-    if len(set(paths)) != len(paths):
-        raise FileHandlerError("files lists the same file twice")
-    if not force:
-        existing = [str(p) for p in paths if knowledge.check_document_exist(str(p))]
-        if existing:
-            raise FileHandlerError(f"already in the knowledge base (pass force=True to replace): {existing}")
-    return paths
-
-
-def _upload_one(knowledge: KnowledgeDB, path: Path, loader_mng: Any, embed_func: Any, force: bool) -> None:
-    documents = [d for d in loader_mng.load_and_split(str(path)) if d.page_content.strip()]
-    if not documents:
-        raise DocumentError(f"{path.name}: no text could be extracted")
-    texts = [d.page_content for d in documents]
-    metadatas = [dict(d.metadata) for d in documents]
-    if force and knowledge.check_document_exist(str(path)):
-        knowledge.delete_file(str(path))
-    knowledge.add_file(path, texts, embed_func, metadatas)
+    return ingest_files(knowledge, files, loader_mng, embed_func, force).failed
 
 
 @dataclass

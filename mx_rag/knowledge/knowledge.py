@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.models import DELETING, PENDING, READY, DocumentModel
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
@@ -33,6 +35,18 @@ logger = logging.getLogger(__name__)
 MAX_FILE_COUNT = 8000
 MAX_TEXTS = 1_000_000
 EmbedFunc = Callable[[list[str]], Any]
+
+
+@dataclass
+class PreparedFile:
+    """A parsed and embedded document, ready for ``KnowledgeDB.add_prepared``."""
+
+    path: Path
+    texts: list[str]
+    metadatas: list[dict[str, Any]]
+    dense: Any  # (n, dim) float32 matrix, or None
+    sparse: list[dict[int, float]] | None
+    content_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,21 +127,41 @@ class KnowledgeDB:
         path = self.check_file_path(file)
         texts = _check_texts(texts)
         metadatas = _check_metadatas(metadatas, len(texts))
-        dense, sparse = _embed(embed_func, texts)
-        documents = [MxDocument(t, dict(m), document_name=path.name) for t, m in zip(texts, metadatas, strict=True)]
+        dense, sparse = embed_texts(embed_func, texts)
+        return self.add_prepared([PreparedFile(path, texts, list(metadatas), dense, sparse)])[0]
+
+    def add_prepared(self, files: Sequence[PreparedFile]) -> list[int]:
+        """Add several embedded documents at once; return their ids. All of them or none.
+
+        Each document gets its registry row and its chunk transaction; the vectors of all of them
+        go to the vector store in one call (one index save).
+        """
         with self._lock:
-            doc_id = self.knowledge_store.add_doc_info(
-                self.knowledge_name, path.name, str(path), self.user_id, status=PENDING
-            )
-            chunk_ids: list[int] = []
+            doc_ids: list[int] = []
+            chunk_ids: dict[int, list[int]] = {}
             try:
-                chunk_ids = self.chunk_store.add(documents, doc_id)
-                self._add_vectors(chunk_ids, dense, sparse, doc_id)
-                self.knowledge_store.set_document_status(doc_id, READY)
+                for item in files:
+                    doc_id = self.knowledge_store.add_doc_info(
+                        self.knowledge_name,
+                        item.path.name,
+                        str(item.path),
+                        self.user_id,
+                        status=PENDING,
+                        content_hash=item.content_hash,
+                    )
+                    doc_ids.append(doc_id)
+                    documents = [
+                        MxDocument(t, dict(m), document_name=item.path.name)
+                        for t, m in zip(item.texts, item.metadatas, strict=True)
+                    ]
+                    chunk_ids[doc_id] = self.chunk_store.add(documents, doc_id)
+                self._add_vectors(files, doc_ids, chunk_ids)
+                self.knowledge_store.set_document_status(doc_ids, READY)
             except BaseException:
-                self._undo_add(doc_id, chunk_ids)
+                for doc_id in doc_ids:
+                    self._undo_add(doc_id, chunk_ids.get(doc_id, []))
                 raise
-        return doc_id
+        return doc_ids
 
     def delete_file(self, doc_name: str) -> int | None:
         """Delete a document by full path (or file name when unambiguous); return its id."""
@@ -198,13 +232,20 @@ class KnowledgeDB:
     def _chunk_ids(self, document_id: int) -> list[int]:
         return [d.chunk_id for d in self.chunk_store.search_by_document_id(document_id) if d.chunk_id is not None]
 
-    def _add_vectors(self, ids: list[int], dense: Any, sparse: Any, doc_id: int) -> None:
-        if dense is not None and sparse is not None:
-            self.vector_store.add_dense_and_sparse(ids, dense, sparse, document_id=doc_id)
-        elif dense is not None:
-            self.vector_store.add(ids, dense, document_id=doc_id)
+    def _add_vectors(self, files: Sequence[PreparedFile], doc_ids: list[int], chunk_ids: dict[int, list[int]]) -> None:
+        ids = [i for d in doc_ids for i in chunk_ids[d]]
+        owners = [d for d in doc_ids for _ in chunk_ids[d]]
+        dense = [f.dense for f in files if f.dense is not None]
+        sparse = [s for f in files if f.sparse is not None for s in f.sparse]
+        if (dense and len(dense) != len(files)) or (sparse and len(sparse) != len(ids)):
+            raise ParameterError("every document of one add must have the same kinds of embeddings")
+        matrix = np.concatenate(dense) if dense else None
+        if matrix is not None and sparse:
+            self.vector_store.add_dense_and_sparse(ids, matrix, sparse, document_id=owners)
+        elif matrix is not None:
+            self.vector_store.add(ids, matrix, document_id=owners)
         else:
-            self.vector_store.add_sparse(ids, sparse, document_id=doc_id)
+            self.vector_store.add_sparse(ids, sparse, document_id=owners)
 
     def _undo_add(self, doc_id: int, chunk_ids: list[int]) -> None:
         try:
@@ -239,7 +280,7 @@ def _check_metadatas(metadatas: Any, count: int) -> list[dict[str, Any]]:
     return list(metadatas)
 
 
-def _embed(embed_func: Any, texts: list[str]) -> tuple[Any, Any]:
+def embed_texts(embed_func: Any, texts: list[str]) -> tuple[Any, Any]:
     """Dense and sparse embeddings of ``texts`` (each None when that embedder is not given)."""
     funcs = embed_func if isinstance(embed_func, dict) else {"dense": embed_func, "sparse": None}
     if set(funcs) - {"dense", "sparse"} or not any(funcs.values()):

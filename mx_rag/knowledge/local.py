@@ -15,30 +15,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mx_rag.knowledge.handler import upload_files
+from mx_rag.knowledge.ingest import IngestReport, ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.store import KnowledgeStore
 from mx_rag.retrievers.retriever import Retriever
 
-__all__ = ["LocalKnowledge", "SyncReport"]
+__all__ = ["LocalKnowledge"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_USER = "Default"
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """What ``LocalKnowledge.sync`` did, as lists of file paths."""
-
-    added: list[str]
-    updated: list[str]
-    unchanged: list[str]
-    failed: list[str]
 
 
 @dataclass
@@ -82,27 +71,10 @@ class LocalKnowledge:
         )
         return cls(knowledge, embedding, LoaderMng.with_defaults(chunk_size=chunk_size, chunk_overlap=chunk_overlap))
 
-    def sync(self, files: Sequence[str | Path]) -> SyncReport:
-        """Upload new files, re-upload files changed since they were stored, skip the rest."""
-        stored = {row.document_file_path: row.create_time for row in self.knowledge.get_all_documents()}
-        new, changed, unchanged = [], [], []
-        for file in files:
-            path = str(Path(file).resolve())
-            if path not in stored:
-                new.append(path)
-            elif Path(path).stat().st_mtime > _utc(stored[path]).timestamp():
-                changed.append(path)
-            else:
-                unchanged.append(path)
-        embed = self.embedding.embed_documents
-        failed = upload_files(self.knowledge, new, self.loader_mng, embed) if new else []
-        if changed:
-            failed += upload_files(self.knowledge, changed, self.loader_mng, embed, force=True)
-        return SyncReport(
-            added=[p for p in new if p not in failed],
-            updated=[p for p in changed if p not in failed],
-            unchanged=unchanged,
-            failed=failed,
+    def sync(self, files: Sequence[str | Path]) -> IngestReport:
+        """Add new files, replace changed ones (by content hash), skip unchanged ones."""
+        return ingest_files(
+            self.knowledge, [str(f) for f in files], self.loader_mng, self.embedding.embed_documents, force=True
         )
 
     def retriever(self, k: int = 3, score_threshold: float | None = None) -> Retriever:
@@ -115,8 +87,3 @@ class LocalKnowledge:
             score_threshold=score_threshold,
             filter_dict={"document_id": self.knowledge.document_ids()},
         )
-
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes; the registry writes them in UTC."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment

@@ -54,4 +54,5 @@ class DocumentModel(RegistryBase):
     document_name: Mapped[str] = mapped_column(String(1024), index=True)
     document_file_path: Mapped[str] = mapped_column(String(4096))
     status: Mapped[str] = mapped_column(String(16), default=READY)
+    content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
     create_time: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy import Engine, create_engine, delete, event, func, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -62,6 +62,7 @@ class KnowledgeStore:
         self.db_path = check_writable_parent("db_path", db_path)
         self._engine = sqlite_engine(self.db_path)
         RegistryBase.metadata.create_all(self._engine)
+        _add_missing_columns(self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     @contextmanager
@@ -158,7 +159,13 @@ class KnowledgeStore:
     # -- documents -------------------------------------------------------------------------------
 
     def add_doc_info(
-        self, knowledge_name: str, doc_name: str, file_path: str, user_id: str, status: str = READY
+        self,
+        knowledge_name: str,
+        doc_name: str,
+        file_path: str,
+        user_id: str,
+        status: str = READY,
+        content_hash: str | None = None,
     ) -> int:
         """Register a document (admins only) and return its ``document_id``.
 
@@ -178,6 +185,7 @@ class KnowledgeStore:
                 document_name=doc_name,
                 document_file_path=file_path,
                 status=status,
+                content_hash=content_hash,
             )
             session.add(row)
             session.flush()
@@ -216,10 +224,12 @@ class KnowledgeStore:
             rows = self._one_doc(session, member.knowledge_id, doc_name)
             return rows[0] if rows else None
 
-    def set_document_status(self, document_id: int, status: str) -> None:
+    def set_document_status(self, document_id: int | list[int], status: str) -> None:
+        """Set the status of one document or of several in one transaction."""
         check_choice("status", status, (READY, PENDING, DELETING))
+        ids = document_id if isinstance(document_id, list) else [document_id]
         with self._session() as session:
-            session.execute(update(DocumentModel).where(DocumentModel.document_id == document_id).values(status=status))
+            session.execute(update(DocumentModel).where(DocumentModel.document_id.in_(ids)).values(status=status))
 
     def remove_document(self, document_id: int) -> None:
         with self._session() as session:
@@ -283,3 +293,11 @@ class KnowledgeStore:
         if ready_only:
             rows = [row for row in rows if row.status == READY]
         return rows
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Registries written by earlier versions lack ``content_hash``: add it in place."""
+    columns = {column["name"] for column in inspect(engine).get_columns("document_table")}
+    if "content_hash" not in columns:
+        with engine.begin() as connection:
+            connection.execute(text("ALTER TABLE document_table ADD COLUMN content_hash VARCHAR(64)"))

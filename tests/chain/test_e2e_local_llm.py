@@ -62,4 +62,4 @@ def test_parallel_chain_uses_the_same_documents(knowledge: LocalKnowledge, llm: 
 def test_resync_skips_unchanged_files(knowledge: LocalKnowledge) -> None:
     files = sorted(p for p in knowledge.knowledge.white_paths[0].iterdir())
     report = knowledge.sync(files)
-    assert report.added == [] and report.updated == [] and len(report.unchanged) == 3
+    assert report.added == [] and report.replaced == [] and len(report.unchanged) == 3

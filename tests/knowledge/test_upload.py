@@ -101,3 +101,43 @@ def test_too_many_files(stores: Stores, mng: LoaderMng) -> None:
     files = [str(write(stores.docs / f"{i}.txt", "text")) for i in range(2)]
     with pytest.raises(FileHandlerError, match="max_file_count"):
         upload_files(kb, files, mng, stores.embed)
+
+
+def test_unchanged_files_are_skipped_and_changed_ones_replaced(kb: KnowledgeDB, stores: Stores,
+                                                               mng: LoaderMng) -> None:
+    from mx_rag.knowledge.ingest import ingest_files
+
+    files = [str(write(stores.docs / f"n{i}.txt", f"note number {i} about apples")) for i in range(3)]
+    first = ingest_files(kb, files, mng, stores.embed)
+    assert first.added == files and first.failed == []
+    ids_before = stores.chunk_store.get_all_chunk_id()
+    write(stores.docs / "n1.txt", "note number 1 now about pears")
+    again = ingest_files(kb, files, mng, stores.embed, force=True)
+    assert again.unchanged == [files[0], files[2]] and again.replaced == [files[1]]
+    ids_after = stores.chunk_store.get_all_chunk_id()
+    assert set(ids_before) - set(ids_after) and set(ids_after) > {i for i in ids_before if i in ids_after}
+    assert kb.check().ok
+
+
+def test_small_files_are_stored_in_one_vector_write(kb: KnowledgeDB, stores: Stores, mng: LoaderMng,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    saves = []
+    original = stores.vector_store._save
+    monkeypatch.setattr(stores.vector_store, "_save", lambda: (saves.append(1), original())[1])
+    files = [str(write(stores.docs / f"s{i}.txt", f"short file {i}")) for i in range(12)]
+    assert upload_files(kb, files, mng, stores.embed) == []
+    assert len(kb.get_all_documents()) == 12
+    assert len(saves) == 1
+    assert kb.check().ok
+
+
+def test_an_embedding_failure_fails_only_its_file(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
+    def picky(texts: list[str]) -> list[list[float]]:
+        if any("POISON" in t for t in texts):
+            raise RuntimeError("the embedding service refused a text")
+        return stores.embed(texts)
+
+    files = [str(write(stores.docs / f"p{i}.txt", "POISON" if i == 2 else f"fine text {i}")) for i in range(4)]
+    assert upload_files(kb, files, mng, picky) == [files[2]]
+    assert sorted(d.document_name for d in kb.get_all_documents()) == ["p0.txt", "p1.txt", "p3.txt"]
+    assert kb.check().ok

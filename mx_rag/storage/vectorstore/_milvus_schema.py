@@ -117,18 +117,18 @@ def search_knobs(index_type: str, field: str, search_params: Any, k: int) -> dic
 def make_rows(
     vectors: dict[str, list[Any]],
     count: int,
-    document_id: int,
+    document_id: list[int],
     keys: np.ndarray | None,
     docs: Any,
     metadatas: Any,
 ) -> list[dict[str, Any]]:
-    """One insert row per vector: the vector fields, ``document_id``, ``id`` and dynamic fields."""
+    """One insert row per vector: the vector fields, its ``document_id``, ``id`` and dynamic fields."""
     texts = check_rows("docs", docs, count, str)
     metas = check_rows("metadatas", metadatas, count, dict)
     rows: list[dict[str, Any]] = []
     for n in range(count):
         row: dict[str, Any] = {name: values[n] for name, values in vectors.items()}
-        row["document_id"] = document_id
+        row["document_id"] = document_id[n]
         if keys is not None:
             row["id"] = int(keys[n])
         if texts is not None:

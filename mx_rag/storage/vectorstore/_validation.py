@@ -28,6 +28,18 @@ def check_document_id(document_id: Any) -> int:
     return check_int("document_id", document_id, 0, INT64_MAX)
 
 
+def check_document_ids(document_id: Any, rows: int) -> list[int]:
+    """One document id per vector: an int for all of them, or a list with one int per row."""
+    if isinstance(document_id, (list, tuple, np.ndarray)):
+        if len(document_id) != rows:
+            raise ParameterError(f"document_id must hold one id per vector ({rows}), got {len(document_id)}")
+        return [
+            check_int(f"document_id[{i}]", int(d) if isinstance(d, np.integer) else d, 0, INT64_MAX)
+            for i, d in enumerate(document_id)
+        ]
+    return [check_document_id(document_id)] * rows
+
+
 def check_ids(
     name: str, ids: Any, *, rows: int | None = None, allow_empty: bool = False, unique: bool = True
 ) -> np.ndarray:

@@ -20,7 +20,7 @@ from mx_rag.errors import ExtraNotInstalledError, ParameterError, StorageError
 from mx_rag.storage.vectorstore import _sidecar
 from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
 from mx_rag.storage.vectorstore._validation import (
-    check_document_id,
+    check_document_ids,
     check_filter,
     check_ids,
     check_k,
@@ -123,17 +123,18 @@ class MindFAISS(VectorStore):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def add(self, ids: Sequence[int], embeddings: Any, document_id: int = 0) -> None:
-        """Add vectors under new, unique ``ids`` tagged with ``document_id``; saves once if auto_save."""
+    def add(self, ids: Sequence[int], embeddings: Any, document_id: int | Sequence[int] = 0) -> None:
+        """Add vectors under new, unique ``ids`` tagged with ``document_id`` (one id for all, or one
+        per vector); saves once if auto_save."""
         vectors = self._matrix("embeddings", embeddings)
         new = check_ids("ids", ids, rows=len(vectors))
-        doc = check_document_id(document_id)
+        docs = check_document_ids(document_id, len(new))
         with self._lock:
             present = [i for i in new.tolist() if i in self._docs]
             if present:
                 raise ParameterError(f"ids are already in the index: {present[:10]} (use update to replace vectors)")
             self._index.add(new, vectors)
-            self._tag(dict.fromkeys(new.tolist(), doc))
+            self._tag(dict(zip(new.tolist(), docs, strict=True)))
             self._commit(lambda: self._drop(new))
 
     def delete(self, ids: Sequence[int]) -> int:

@@ -18,7 +18,7 @@ from mx_rag.errors import ExtraNotInstalledError, ParameterError, StorageError
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, METRIC_TYPES, SPARSE_MODES
 from mx_rag.storage.vectorstore._validation import (
-    check_document_id,
+    check_document_ids,
     check_filter,
     check_ids,
     check_k,
@@ -161,7 +161,12 @@ class MilvusDB(VectorStore):
     # -- writes ----------------------------------------------------------------------------------
 
     def add(
-        self, ids: Sequence[int], embeddings: Any, document_id: int = 0, docs: Texts = None, metadatas: Metas = None
+        self,
+        ids: Sequence[int],
+        embeddings: Any,
+        document_id: int | Sequence[int] = 0,
+        docs: Texts = None,
+        metadatas: Metas = None,
     ) -> None:
         """Insert dense vectors (DENSE mode); ``docs``/``metadatas`` go to dynamic fields."""
         self._require((SearchMode.DENSE,), "add")
@@ -172,7 +177,7 @@ class MilvusDB(VectorStore):
         self,
         ids: Sequence[int],
         sparse_embeddings: Any,
-        document_id: int = 0,
+        document_id: int | Sequence[int] = 0,
         docs: Texts = None,
         metadatas: Metas = None,
     ) -> None:
@@ -186,7 +191,7 @@ class MilvusDB(VectorStore):
         ids: Sequence[int],
         dense_embeddings: Any,
         sparse_embeddings: Any,
-        document_id: int = 0,
+        document_id: int | Sequence[int] = 0,
         docs: Texts = None,
         metadatas: Metas = None,
     ) -> None:
@@ -378,11 +383,11 @@ class MilvusDB(VectorStore):
         ids: Sequence[int],
         vectors: dict[str, list[Any]],
         count: int,
-        document_id: int,
+        document_id: int | Sequence[int],
         docs: Texts,
         metadatas: Metas,
     ) -> None:
-        doc = check_document_id(document_id)
+        doc = check_document_ids(document_id, count)
         keys = None if self._auto_id else check_ids("ids", ids, rows=count)
         if keys is not None:
             present = sorted(self._existing(keys))

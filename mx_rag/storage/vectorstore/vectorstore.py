@@ -46,8 +46,9 @@ class VectorStore(ABC):
     """
 
     @abstractmethod
-    def add(self, ids: Sequence[int], embeddings: Any, document_id: int = 0) -> None:
-        """Insert vectors (an (n, dim) array-like) under ``ids``, tagged with ``document_id``."""
+    def add(self, ids: Sequence[int], embeddings: Any, document_id: int | Sequence[int] = 0) -> None:
+        """Insert vectors (an (n, dim) array-like) under ``ids``, tagged with ``document_id``
+        (one id for all vectors, or one per vector)."""
 
     @abstractmethod
     def delete(self, ids: Sequence[int]) -> int:
@@ -77,11 +78,11 @@ class VectorStore(ABC):
         self.delete(list(ids))
         self.add(ids, dense)
 
-    def add_sparse(self, ids: Sequence[int], sparse_embeddings: Any, document_id: int = 0) -> None:
+    def add_sparse(self, ids: Sequence[int], sparse_embeddings: Any, document_id: int | Sequence[int] = 0) -> None:
         raise ParameterError(f"{type(self).__name__} does not store sparse vectors")
 
     def add_dense_and_sparse(
-        self, ids: Sequence[int], dense_embeddings: Any, sparse_embeddings: Any, document_id: int = 0
+        self, ids: Sequence[int], dense_embeddings: Any, sparse_embeddings: Any, document_id: int | Sequence[int] = 0
     ) -> None:
         raise ParameterError(f"{type(self).__name__} does not store sparse vectors")
 

@@ -68,6 +68,17 @@ def test_k_larger_than_the_store_returns_everything(make_store: StoreFactory) ->
     assert all(len(row) == 5 for row in scores)
 
 
+def test_one_document_id_per_vector(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add([10, 11, 12, 13], unit_vectors(4, seed=4), document_id=[7, 7, 8, 9])
+    queries = unit_vectors(1, seed=5)
+    assert sorted(store.search(queries, k=10, filter_dict={"document_id": [7]})[1][0]) == [10, 11]
+    assert sorted(store.search(queries, k=10, filter_dict={"document_id": [8, 9]})[1][0]) == [12, 13]
+    with pytest.raises(ParameterError, match="document_id"):
+        store.add([20, 21], unit_vectors(2, seed=6), document_id=[1])
+    assert store.count() == 4
+
+
 def test_empty_store_returns_empty_rows(make_store: StoreFactory) -> None:
     store = make_store()
     assert store.search(unit_vectors(2), k=3) == ([[], []], [[], []])

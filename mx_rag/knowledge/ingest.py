@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ingestion pipeline behind ``upload_files``.
+
+Files are parsed and split in worker threads while the main thread embeds and stores what is
+ready, so parsing overlaps embedding. Chunks of several small files are embedded in one call
+and stored in one vector-store write. A file whose content hash is unchanged is not parsed or
+embedded again. Every file still succeeds or fails on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from mx_rag.errors import DocumentError, KnowledgeError, MxRagError
+from mx_rag.knowledge.knowledge import KnowledgeDB, PreparedFile, embed_texts
+from mx_rag.utils.checks import fail
+from mx_rag.utils.common import MAX_FILE_SIZE
+from mx_rag.utils.file_check import check_file
+
+__all__ = ["IngestReport", "ingest_files"]
+
+logger = logging.getLogger(__name__)
+
+BATCH_CHUNKS = 256  # chunks embedded per call and stored per vector-store write
+PREFETCH = 4  # files parsed ahead of the embedder
+
+
+class FileHandlerError(KnowledgeError):
+    """A file cannot be uploaded (duplicate without ``force``, too many files)."""
+
+
+@dataclass
+class IngestReport:
+    """What ``ingest_files`` did with each file (paths as given)."""
+
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Job:
+    given: str
+    path: Path
+    digest: str
+    replaces: bool
+
+
+def file_digest(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def ingest_files(
+    knowledge: KnowledgeDB,
+    files: Sequence[str | Path],
+    loader_mng: Any,
+    embed_func: Callable[[list[str]], Any] | dict[str, Any],
+    force: bool = False,
+    *,
+    batch_chunks: int = BATCH_CHUNKS,
+    parse_workers: int = 2,
+) -> IngestReport:
+    """Load, split, embed and store ``files`` (see ``upload_files``); report per file."""
+    report = IngestReport()
+    jobs = _plan(knowledge, files, force, report)
+    batch: list[tuple[_Job, list[Document]]] = []
+    for job, outcome in _parsed(jobs, loader_mng, parse_workers):
+        if isinstance(outcome, Exception):
+            logger.warning("cannot load %s: %s", job.path.name, outcome)
+            report.failed.append(job.given)
+            continue
+        batch.append((job, outcome))
+        if sum(len(docs) for _, docs in batch) >= batch_chunks:
+            _store(knowledge, batch, embed_func, report)
+            batch = []
+    if batch:
+        _store(knowledge, batch, embed_func, report)
+    return report
+
+
+def _plan(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport) -> list[_Job]:
+    """Check every path before anything is stored; sort files into new, changed and unchanged."""
+    if not isinstance(files, (list, tuple)) or not all(isinstance(f, (str, Path)) for f in files):
+        raise fail("files", files, "a list of file paths")
+    if len(files) > knowledge.max_file_count:
+        raise FileHandlerError(f"{len(files)} files exceed max_file_count={knowledge.max_file_count}")
+    paths = [knowledge.check_file_path(check_file(f"files[{i}]", f, MAX_FILE_SIZE)) for i, f in enumerate(files)]
+    if len(set(paths)) != len(paths):
+        raise FileHandlerError("files lists the same file twice")
+    stored = {row.document_file_path: row.content_hash for row in knowledge.get_all_documents()}
+    duplicates = [str(p) for p in paths if str(p) in stored]
+    if duplicates and not force:
+        raise FileHandlerError(f"already in the knowledge base (pass force=True to replace): {duplicates}")
+    jobs = []
+    for given, path in zip(files, paths, strict=True):
+        digest = file_digest(path)
+        if stored.get(str(path)) == digest:
+            report.unchanged.append(str(given))
+        else:
+            jobs.append(_Job(str(given), path, digest, replaces=str(path) in stored))
+    return jobs
+
+
+def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_Job, list[Document] | Exception]]:
+    """Each job with its chunks (or the error), in order, parsed ``PREFETCH`` files ahead."""
+
+    def load(job: _Job) -> list[Document]:
+        docs = [d for d in loader_mng.load_and_split(str(job.path)) if d.page_content.strip()]
+        if not docs:
+            raise DocumentError(f"{job.path.name}: no text could be extracted")
+        return docs
+
+    pending: deque[tuple[_Job, Future[list[Document]]]] = deque()
+    queue = iter(jobs)
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mx_rag-parse") as pool:
+        for job in queue:
+            pending.append((job, pool.submit(load, job)))
+            if len(pending) >= PREFETCH:
+                break
+        while pending:
+            job, future = pending.popleft()
+            following = next(queue, None)
+            if following is not None:
+                pending.append((following, pool.submit(load, following)))
+            try:
+                yield job, future.result()
+            except (MxRagError, OSError) as exc:
+                yield job, exc
+
+
+def _store(
+    knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any, report: IngestReport
+) -> None:
+    """Embed a batch in one call and store it in one write; isolate failing files if that fails."""
+    try:
+        _store_together(knowledge, batch, embed_func)
+    except Exception as exc:  # an embedder or store failure fails its files, as in the original
+        if len(batch) == 1:
+            logger.warning("cannot store %s: %s", batch[0][0].path.name, exc)
+            report.failed.append(batch[0][0].given)
+            return
+        logger.info("a batch of %d files failed (%s); storing them one by one", len(batch), exc)
+        for item in batch:
+            _store(knowledge, [item], embed_func, report)
+        return
+    for job, _ in batch:
+        (report.replaced if job.replaces else report.added).append(job.given)
+
+
+def _store_together(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any) -> None:
+    texts = [d.page_content for _, docs in batch for d in docs]
+    dense, sparse = embed_texts(embed_func, texts)
+    prepared, start = [], 0
+    for job, docs in batch:
+        end = start + len(docs)
+        prepared.append(
+            PreparedFile(
+                path=job.path,
+                texts=texts[start:end],
+                metadatas=[dict(d.metadata) for d in docs],
+                dense=None if dense is None else dense[start:end],
+                sparse=None if sparse is None else sparse[start:end],
+                content_hash=job.digest,
+            )
+        )
+        start = end
+    for job, _ in batch:  # the new versions parsed and embedded: now the old ones may go
+        if job.replaces:
+            knowledge.delete_file(str(job.path))
+    knowledge.add_prepared(prepared)
