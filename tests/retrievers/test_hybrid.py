@@ -1,0 +1,65 @@
+"""Keyword (SQLite FTS5, jieba for Chinese) and hybrid retrieval on real stores."""
+
+from pathlib import Path
+
+import pytest
+
+from mx_rag.errors import ParameterError
+from mx_rag.retrievers import FullTextRetriever, HybridRetriever
+from mx_rag.retrievers.fusion import reciprocal_rank_fusion
+from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
+from mx_rag.storage.vectorstore import MindFAISS
+from mx_rag.testing import HashEmbedding
+
+TEXTS = [
+    "apt-get install downloads packages and their dependencies from the Debian archive.",
+    "The kernel schedules processes on every CPU core.",
+    "使用 apt-get 命令可以安装软件包及其依赖。",
+    "系统内核负责在每个处理器核心上调度进程。",
+    "Backups run every night and are kept for two weeks.",
+]
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> tuple[SQLiteDocstore, MindFAISS, HashEmbedding]:
+    embed = HashEmbedding(128)
+    docstore = SQLiteDocstore(db_path=str(tmp_path / "sql.db"))
+    vectors = MindFAISS(x_dim=128, devs=[0], load_local_index=str(tmp_path / "faiss.index"))
+    for doc_id, text in enumerate(TEXTS, start=1):
+        ids = docstore.add([MxDocument(text, {"n": doc_id})], doc_id)
+        vectors.add(ids, embed.embed_documents([text]), document_id=doc_id)
+    return docstore, vectors, embed
+
+
+@pytest.mark.parametrize(("query", "best"), [("install packages with apt-get", 1), ("调度进程", 4),
+                                              ("如何安装软件包", 3), ("nightly backups", 5)])
+def test_full_text_retriever_finds_the_keyword_match(stores, query: str, best: int) -> None:  # type: ignore[no-untyped-def]
+    docstore, _, _ = stores
+    docs = FullTextRetriever(document_store=docstore, k=3).invoke(query)
+    assert docs and docs[0].metadata["n"] == best
+    assert all(d.metadata["retrieval_type"] == "sparse" for d in docs)
+
+
+def test_full_text_filter_and_limits(stores) -> None:  # type: ignore[no-untyped-def]
+    docstore, _, _ = stores
+    r = FullTextRetriever(document_store=docstore, k=5, filter_dict={"document_id": [2, 4]})
+    assert {d.metadata["n"] for d in r.invoke("进程 kernel processes")} <= {2, 4}
+    with pytest.raises(ParameterError, match="k"):
+        FullTextRetriever(document_store=docstore, k=0)
+
+
+def test_hybrid_fuses_dense_and_keyword(stores) -> None:  # type: ignore[no-untyped-def]
+    docstore, vectors, embed = stores
+    r = HybridRetriever(vector_store=vectors, document_store=docstore, embed_func=embed.embed_documents, k=2)
+    docs = r.invoke("apt-get 安装 packages")
+    assert {d.metadata["n"] for d in docs} == {1, 3}
+    assert all(d.metadata["rrf_score"] > 0 for d in docs)
+
+
+def test_reciprocal_rank_fusion_orders_by_summed_reciprocal_ranks() -> None:
+    from langchain_core.documents import Document
+
+    a, b, c = (Document(page_content=x) for x in "abc")
+    fused = reciprocal_rank_fusion([[a, b, c], [b, c]], k=60)
+    assert [d.page_content for d in fused] == ["b", "c", "a"]
+    assert fused[0].metadata["rrf_score"] == pytest.approx(1 / 62 + 1 / 61)
