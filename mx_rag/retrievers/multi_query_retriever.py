@@ -15,6 +15,7 @@ from langchain_core.prompts import PromptTemplate
 from pydantic import Field, field_validator
 
 from mx_rag.errors import RemoteError
+from mx_rag.llm._openai import TRUNCATION_MARK
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.retrievers.fusion import reciprocal_rank_fusion, unique
@@ -22,7 +23,7 @@ from mx_rag.retrievers.retriever import Retriever
 from mx_rag.utils.checks import check_str, fail
 from mx_rag.utils.common import MAX_PROMPT_LENGTH, TEXT_MAX_LEN
 
-__all__ = ["DEFAULT_QUERY_PROMPT_CH", "DefaultOutputParser", "MultiQueryRetriever"]
+__all__ = ["DEFAULT_QUERY_PROMPT_CH", "DEFAULT_QUERY_PROMPT_EN", "DefaultOutputParser", "MultiQueryRetriever"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,21 @@ DEFAULT_QUERY_PROMPT_CH = PromptTemplate(
         "2. 爱因斯坦对相对论和其他物理领域有哪些重要贡献？\n"
         "3. 爱因斯坦的个人生活以及他对社会的影响是什么？\n"
         "需要改写的原始问题：{question}"
+    ),
+)
+
+DEFAULT_QUERY_PROMPT_EN = PromptTemplate(
+    input_variables=["question"],
+    template=(
+        "You are an AI language model assistant. Rewrite the user's question into three questions that look at "
+        "it from different angles, to help retrieve more complete information. Answer in English, one question "
+        "per line, numbered from 1.\n"
+        "Example question: Can you tell me about Einstein?\n"
+        "Example rewrites:\n"
+        "1. What were Einstein's life and main scientific achievements?\n"
+        "2. What did Einstein contribute to relativity and other fields of physics?\n"
+        "3. What was Einstein's personal life and his influence on society?\n"
+        "Question to rewrite: {question}"
     ),
 )
 
@@ -65,11 +81,13 @@ class MultiQueryRetriever(Retriever):
     Args:
         llm: the ``Text2TextLLM`` that rewrites the question.
         prompt: a ``PromptTemplate`` whose only input variable is ``question`` (template of 1 to
-            1 MiB characters). Chinese by default.
+            1 MiB characters). By default the Chinese prompt for questions containing Chinese
+            characters, else its English translation.
         parser: a LangChain output parser turning the LLM answer into questions (numbered lines).
         llm_config: generation settings of the rewrite call.
         fusion: ``"length"`` (the documented behaviour: de-duplicate, then longest documents
-            first) or ``"rrf"`` (reciprocal rank fusion of the per-question rankings).
+            first; the order says nothing about relevance, so do not cut it to a top few) or
+            ``"rrf"`` (reciprocal rank fusion of the rankings, the question's own counted twice).
 
     The original question is always searched too; if the LLM fails, it alone is searched.
 
@@ -80,7 +98,7 @@ class MultiQueryRetriever(Retriever):
     """
 
     llm: Text2TextLLM
-    prompt: PromptTemplate = Field(default_factory=lambda: DEFAULT_QUERY_PROMPT_CH)
+    prompt: PromptTemplate | None = None
     parser: BaseOutputParser = Field(default_factory=DefaultOutputParser)
     llm_config: LLMParameterConfig = Field(default_factory=LLMParameterConfig)
     fusion: Literal["length", "rrf"] = "length"
@@ -88,6 +106,8 @@ class MultiQueryRetriever(Retriever):
     @field_validator("prompt", mode="before")
     @classmethod
     def _check_prompt(cls, value: Any) -> Any:
+        if value is None:
+            return None
         if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
             raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
         check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
@@ -101,14 +121,20 @@ class MultiQueryRetriever(Retriever):
         return value
 
     def generate_queries(self, query: str) -> list[str]:
-        """The original question followed by the distinct rewrites."""
+        """The original question followed by the distinct, usable rewrites.
+
+        Rewrites copied from the prompt's own example (small models do that) and lines cut off
+        at ``max_tokens`` are dropped.
+        """
+        prompt = self.prompt or (DEFAULT_QUERY_PROMPT_CH if _has_cjk(query) else DEFAULT_QUERY_PROMPT_EN)
         try:
-            answer = self.llm.chat(self.prompt.format(question=query), role="user", llm_config=self.llm_config)
-            rewrites = [q for q in self.parser.parse(answer) if isinstance(q, str) and q.strip()]
+            answer = self.llm.chat(prompt.format(question=query), role="user", llm_config=self.llm_config)
+            rewrites = [q.strip() for q in self.parser.parse(answer) if isinstance(q, str) and q.strip()]
         except RemoteError as exc:
             logger.warning("question rewriting failed, searching the original question only: %s", exc)
             rewrites = []
-        return list(dict.fromkeys([query, *rewrites]))
+        usable = [q for q in rewrites if q not in prompt.template and not q.endswith(TRUNCATION_MARK)]
+        return list(dict.fromkeys([query, *usable]))
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
@@ -118,7 +144,11 @@ class MultiQueryRetriever(Retriever):
         search = super()._get_relevant_documents
         with ThreadPoolExecutor(max_workers=min(8, len(queries)), thread_name_prefix="mx_rag-mqr") as pool:
             rankings = list(pool.map(search, queries))
-        if self.fusion == "rrf":
-            return reciprocal_rank_fusion(rankings)
+        if self.fusion == "rrf":  # the question's own ranking counts twice: rewrites must not outvote it
+            return reciprocal_rank_fusion([rankings[0], *rankings])
         merged = unique([doc for docs in rankings for doc in docs])
         return sorted(merged, key=lambda doc: len(doc.page_content), reverse=True)
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)

@@ -62,3 +62,15 @@ def test_prompt_must_take_question(stores, embed, llm: Text2TextLLM) -> None:  #
         make(stores, embed, llm, prompt=bad)
     custom = PromptTemplate(input_variables=["question"], template="Rewrite: {question}")
     assert make(stores, embed, llm, prompt=custom).prompt.template == "Rewrite: {question}"
+
+
+def test_copied_examples_and_cut_lines_are_dropped(stores, embed, llm: Text2TextLLM,  # type: ignore[no-untyped-def]
+                                                   server: ScriptedServer) -> None:
+    copied = "1. What were Einstein's life and main scientific achievements?\n2. What is FAISS?\n3. What is apt......"
+    server.enqueue(Reply.chat(copied))
+    assert make(stores, embed, llm).generate_queries("Tell me about vectors") == ["Tell me about vectors",
+                                                                                  "What is FAISS?"]
+    assert "Answer in English" in server.requests[0].json["messages"][-1]["content"]
+    server.enqueue(Reply.chat("1. 什么是FAISS？"))
+    make(stores, embed, llm).generate_queries("介绍一下向量检索")
+    assert "用中文回答" in server.requests[1].json["messages"][-1]["content"]
