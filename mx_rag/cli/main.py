@@ -209,6 +209,9 @@ def _register_rag_commands() -> None:
 
     app.command()(rag.ingest)
     app.command()(rag.ask)
+    from mx_rag.cli import serve
+
+    app.command("serve-retrieval")(serve.serve_retrieval)
 
 
 _register_rag_commands()

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CoRAG: chain-of-retrieval question answering, training-sample generation, fine-tuning, evaluation.
+
+Names resolve on first access; importing ``mx_rag.corag`` imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mx_rag.corag.config import CoRagBaseConfig
+    from mx_rag.corag.corag_agent import CoRagAgent, ReasoningPath
+    from mx_rag.corag.evaluator import CoRagEvaluator
+    from mx_rag.corag.sample_generator import SampleGenerator
+    from mx_rag.corag.subquery_finetuner import FineTuneArguments, SubqueryFineTuner
+
+_LAZY = {
+    "CoRagBaseConfig": "mx_rag.corag.config",
+    "CoRagAgent": "mx_rag.corag.corag_agent",
+    "ReasoningPath": "mx_rag.corag.corag_agent",
+    "SampleGenerator": "mx_rag.corag.sample_generator",
+    "CoRagEvaluator": "mx_rag.corag.evaluator",
+    "FineTuneArguments": "mx_rag.corag.subquery_finetuner",
+    "SubqueryFineTuner": "mx_rag.corag.subquery_finetuner",
+}
+
+__all__ = [
+    "CoRagAgent",
+    "CoRagBaseConfig",
+    "CoRagEvaluator",
+    "FineTuneArguments",
+    "ReasoningPath",
+    "SampleGenerator",
+    "SubqueryFineTuner",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mx_rag.corag' has no attribute {name!r}")
