@@ -33,7 +33,7 @@ def knowledge(tmp_path_factory: pytest.TempPathFactory) -> LocalKnowledge:
 @pytest.fixture(scope="module")
 def llm(local_llm) -> Text2TextLLM:  # type: ignore[no-untyped-def]
     return Text2TextLLM(base_url=local_llm.chat_url, model_name=local_llm.model_name,
-                        client_param=ClientParam(use_http=True, timeout=120))
+                        client_param=ClientParam(use_http=True, timeout=600))
 
 
 def test_single_chain_answers_from_the_right_document(knowledge: LocalKnowledge, llm: Text2TextLLM) -> None:

@@ -90,7 +90,7 @@ def test_serve_answers(local_llm: Any) -> None:
 
 @pytest.mark.llm
 def test_ask_prints_an_answer() -> None:
-    result = _run("llm", "ask", "Who wrote Hamlet?", "--max-tokens", "16", "--ctx", "1024", timeout=120)
+    result = _run("llm", "ask", "Who wrote Hamlet?", "--max-tokens", "16", "--ctx", "1024", timeout=600)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
 

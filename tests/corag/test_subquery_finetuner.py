@@ -91,7 +91,7 @@ def test_import_does_not_load_torch() -> None:
     code = ("import sys, mx_rag.corag.subquery_finetuner, mx_rag.corag._sft_data, mx_rag.llm.gguf_convert; "
             "heavy = [m for m in ('torch', 'transformers', 'peft', 'accelerate') if m in sys.modules]; "
             "assert not heavy, heavy")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
 
 
 def test_defaults_are_the_sdks() -> None:
@@ -241,6 +241,36 @@ def test_every_sample_truncated_away_names_max_len(smollm2_hf_dir: Path, train_f
     args = FineTuneArguments(model_name_or_path=str(smollm2_hf_dir), train_file=str(train_file), max_len=4)
     with pytest.raises(ParameterError, match="max_len=4"):
         SubqueryFineTuner(args, _training_args(tmp_path)).train()
+
+
+# -- GGUF conversion ---------------------------------------------------------------------------
+
+
+def test_gguf_conversion_rejects_bad_arguments(tmp_path: Path) -> None:
+    from mx_rag.llm.gguf_convert import gguf_to_transformers
+
+    with pytest.raises(ParameterError, match="gguf_path"):
+        gguf_to_transformers(tmp_path / "missing.gguf", tmp_path / "out")
+    with pytest.raises(ParameterError, match="dtype"):
+        gguf_to_transformers(tmp_path / "missing.gguf", tmp_path / "out", dtype="int4")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_gguf_conversion_is_kept_and_reused(smollm2_hf_dir: Path) -> None:
+    from mx_rag.llm.gguf_convert import gguf_to_transformers
+    from mx_rag.llm.local_server import default_model_path
+
+    marker = json.loads((smollm2_hf_dir / "mx_rag_build.json").read_text())
+    source = default_model_path()
+    assert (marker["source"], marker["source_size"], marker["dtype"]) == (source.name, source.stat().st_size,
+                                                                          "float32")
+    config = json.loads((smollm2_hf_dir / "config.json").read_text())
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    start = time.perf_counter()
+    assert gguf_to_transformers(source, smollm2_hf_dir) == smollm2_hf_dir
+    assert time.perf_counter() - start < 10.0  # already converted: nothing is redone (a conversion takes ~1 min)
+    assert not list(smollm2_hf_dir.parent.glob(".*.tmp-*"))  # no half-written build left behind
 
 
 # -- device choice -----------------------------------------------------------------------------

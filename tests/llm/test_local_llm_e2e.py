@@ -16,7 +16,7 @@ GREEDY = LLMParameterConfig(max_tokens=24, temperature=0.0, seed=7)
 @pytest.fixture(scope="module")
 def real_llm(local_llm: object) -> Text2TextLLM:
     return Text2TextLLM(base_url=local_llm.chat_url, model_name=local_llm.model_name,  # type: ignore[attr-defined]
-                        client_param=ClientParam(use_http=True, timeout=120))
+                        client_param=ClientParam(use_http=True, timeout=600))
 
 
 def test_chat_answers(real_llm: Text2TextLLM) -> None:
