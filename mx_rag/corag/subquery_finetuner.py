@@ -45,7 +45,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from mx_rag.corag._sft_data import ChatCollator, encode_chat, load_chat_samples
 from mx_rag.errors import ExtraNotInstalledError, ParameterError
@@ -104,16 +104,16 @@ class FineTuneArguments:
     """
 
     model_name_or_path: str = "Qwen/Qwen2.5-7B-Instruct"
-    train_file: Optional[str] = "data/aligned_train.jsonl"  # noqa: UP045 - the SDK's signature
+    train_file: str | None = "data/aligned_train.jsonl"
     max_len: int = 2048
     use_lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.05
-    lora_target_modules: Optional[Sequence[str] | str] = None  # noqa: UP045
+    lora_target_modules: Sequence[str] | str | None = None
     merge_lora: bool = True
     dtype: str = "float32"
-    sample_types: Optional[Sequence[str]] = None  # noqa: UP045
+    sample_types: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -152,8 +152,9 @@ def _require(module: str) -> None:
 
 
 def _distributed() -> bool:
-    return any(os.environ.get(name) not in (None, "") for name in _DISTRIBUTED_ENV) \
-        or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+    """Launched by torchrun/accelerate (one process per device)?"""
+    return any(os.environ.get(name, "") != "" for name in _DISTRIBUTED_ENV) \
+        or os.environ.get("WORLD_SIZE", "1") not in ("", "1")
 
 
 def _npu_index() -> int | None:
