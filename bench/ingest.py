@@ -1,0 +1,474 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark mx_rag's ingestion (parse, split, embed, store) against LangChain, LlamaIndex and the bare model.
+
+Every system embeds with the same model, all-MiniLM-L6-v2 on the CPU, read from the same local
+directory (``mx_rag.embedding.local._model_info.minilm_dir()``), and splits with the same splitter:
+LangChain's ``RecursiveCharacterTextSplitter`` with ``chunk_size=750``, ``chunk_overlap=150``
+(characters) and mx_rag's default separators (paragraph, line, then sentence ends in Chinese and
+English, then spaces; ``keep_separator="end"``), so that chunk counts match where the loaders
+extract the same text. Systems:
+
+* ``mx_rag``: ``LocalKnowledge.open(workdir, chunk_size=750, chunk_overlap=150).sync(files)``: the
+  ``LoaderMng.with_defaults`` loaders, ``TextEmbedding`` (transformers, batches of 32), SQLite chunk
+  store and a FAISS index file in a fresh temporary folder. Then ``sync`` again over the same,
+  unchanged files: the re-ingest time, reported as a fraction of the first run;
+* ``langchain``: langchain-community loaders (``TextLoader``, ``PyPDFLoader``, ``Docx2txtLoader``;
+  for .pptx, which LangChain loads only through ``unstructured`` (not installed: it needs NLTK data
+  downloaded at run time), a 15-line python-pptx loader in this file), ``split_documents``, then
+  ``FAISS.from_documents`` with langchain-huggingface ``HuggingFaceEmbeddings`` (sentence-transformers,
+  batches of 32, normalised vectors), all in memory;
+* ``llamaindex``: ``SimpleDirectoryReader(input_files=...)`` with its default file readers (pypdf,
+  docx2txt, its python-pptx reader, plain text), ``VectorStoreIndex.from_documents`` with its default
+  in-memory ``SimpleVectorStore``, ``HuggingFaceEmbedding`` (its default ``embed_batch_size`` of 10)
+  and the same LangChain splitter through ``LangchainNodeParser``. Metadata is excluded from the
+  embedded text (LlamaIndex's default would prepend ``file_path: ...`` to every chunk), so that
+  every system embeds exactly its chunk texts;
+* ``bare_model``: sentence-transformers ``SentenceTransformer.encode`` (batches of 32, normalised)
+  over the chunk texts mx_rag's loaders and splitter produce; only the encoding is timed. The floor
+  for embedding: what no pipeline can beat.
+
+Corpora:
+
+* ``text``: Python 3.11's documentation sources, the ``*.rst.txt`` files under ``reference/``,
+  ``tutorial/`` and ``using/`` of ``/usr/share/doc/python3.11/html/_sources`` (from the Debian
+  package ``python3.11-doc``: ``apt-get install python3.11-doc``), sorted by path: 35 files, 0.9 MB,
+  about 1,470 chunks;
+* ``docs``: every .pdf, .docx and .pptx under ``/work/shared/data/docs`` (the ``pdf/`` folder and
+  the Chinese Debian Reference PDF of 251 pages included; one PDF is password-protected and fails
+  everywhere, one pptx is malformed) plus the English Debian Reference as text
+  (``debian-reference.en.txt``: there is no English PDF), sorted by path: about 2,300 chunks.
+
+Each system runs in its own subprocess (so its peak RSS, ``VmHWM`` from ``/proc/self/status``, is its
+own; it includes the interpreter, the libraries and the model). In each, imports and loading the
+model (one warm-up embedding) happen before the clock starts; the timed part is parse, split,
+embed and store, end to end. Per corpus, the systems take turns in ``--rounds`` rounds (default 3),
+the order rotated each round; each figure is the median over the rounds. torch runs with
+``--torch-threads`` intra-op threads in every system (default 1: on the 2-core machine shared with
+other jobs, 2 threads were 35 to 40 % slower than 1 for MiniLM encoding; ``OMP_NUM_THREADS`` is set
+to the same value).
+
+Output: JSON lines on stdout. First an environment line (with the load average), then one line per
+run as it finishes, then per corpus one median line per system, and last a summary line with the
+three bars, each marked pass or fail:
+
+* text: mx_rag's chunks/s at least 95 % of the bare model's;
+* docs: mx_rag's end-to-end time the lowest of mx_rag, LangChain and LlamaIndex;
+* re-ingesting the unchanged corpus under 5 % of the first run's time (both corpora).
+
+Run::
+
+    .venv/bin/python bench/ingest.py            # full run: ~2 h on a busy 2-core VM (MiniLM at ~6 chunks/s)
+    .venv/bin/python bench/ingest.py --quick    # smoke run: small subsets, 1 round, a few minutes
+    .venv/bin/python bench/ingest.py --corpus text --systems mx_rag,bare_model
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+BENCH = "ingest"
+SYSTEMS = ("mx_rag", "langchain", "llamaindex", "bare_model")
+CORPORA = ("text", "docs")
+CHUNK_SIZE, CHUNK_OVERLAP = 750, 150
+EMBED_BATCH = 32
+PY_DOC_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
+PY_DOC_DIRS = ("reference", "tutorial", "using")
+PY_DOC_QUICK = ("tutorial",)
+QUICK_TEXT_FILES = 6
+DOCS_ROOT = Path("/work/shared/data/docs")
+DEBIAN_EN_TEXT = DOCS_ROOT / "debian-reference" / "debian-reference.en.txt"
+DOC_SUFFIXES = (".pdf", ".docx", ".pptx")
+RESULT_TAG = "INGEST_RESULT "
+
+
+class BenchError(Exception):
+    """The corpus is missing or a worker failed: no figures."""
+
+
+# -- corpora ----------------------------------------------------------------------------------
+
+
+def corpus_files(corpus: str, quick: bool) -> tuple[Path, list[Path]]:
+    """The root (for mx_rag's white_paths) and the sorted files of a corpus."""
+    if corpus == "text":
+        if not PY_DOC_ROOT.is_dir():
+            raise BenchError(
+                f"{PY_DOC_ROOT} is missing: install Python's documentation sources with "
+                "`apt-get install python3.11-doc` (Debian/Ubuntu; run `apt-get update` first if needed)"
+            )
+        dirs = PY_DOC_QUICK if quick else PY_DOC_DIRS
+        files = sorted(p for d in dirs for p in (PY_DOC_ROOT / d).rglob("*.rst.txt"))
+        return PY_DOC_ROOT, files[:QUICK_TEXT_FILES] if quick else files
+    if not DOCS_ROOT.is_dir():
+        raise BenchError(f"{DOCS_ROOT} is missing: the document corpus is the project's shared/data/docs")
+    files = sorted(p for p in DOCS_ROOT.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
+    if quick:  # the small test documents only, not the 251-page Debian Reference
+        return DOCS_ROOT, [p for p in files if "debian-reference" not in p.parts]
+    if not any(p.suffix == ".pdf" and "debian-reference" in p.parts and ".en." in p.name for p in files):
+        files = sorted([*files, DEBIAN_EN_TEXT])
+    return DOCS_ROOT, files
+
+
+# -- workers (each in its own process) -----------------------------------------------------------
+
+
+def quiet() -> None:
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)  # pypdf's font warnings, LlamaIndex's INFO lines
+
+
+def separators() -> list[str]:
+    from mx_rag.document.doc_loader_mng import DEFAULT_SEPARATORS
+
+    return list(DEFAULT_SEPARATORS)
+
+
+def langchain_splitter() -> Any:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP, separators=separators(), keep_separator="end"
+    )
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run_mx_rag(root: Path, files: list[Path]) -> dict[str, Any]:
+    from mx_rag.knowledge.local import LocalKnowledge
+    from mx_rag.storage.document_store.text_tokens import tokenize
+
+    workdir = Path(tempfile.mkdtemp(prefix="mxrag-ingest-bench-"))
+    try:
+        kb = LocalKnowledge.open(workdir, white_paths=[root], chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP)
+        kb.embedding.embed_documents(["warm up"])  # loads the model outside the clock
+        jieba = time.perf_counter()
+        tokenize("预热 jieba")  # and jieba's dictionary (the keyword index's Chinese segmenter), once per process
+        jieba = time.perf_counter() - jieba
+        start, cpu = time.perf_counter(), time.process_time()
+        first = kb.sync(files)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        start = time.perf_counter()
+        second = kb.sync(files)
+        reingest = time.perf_counter() - start
+        chunks = kb.knowledge.chunk_store.count()
+        if kb.knowledge.vector_store.get_ntotal() != chunks:
+            raise BenchError(f"mx_rag stored {chunks} chunks but {kb.knowledge.vector_store.get_ntotal()} vectors")
+        if second.added or second.replaced or len(second.unchanged) != len(first.added):
+            raise BenchError(f"the second sync re-ingested files: {second}")
+        return {
+            "files": len(files), "files_ok": len(first.added), "files_failed": len(first.failed),
+            "chunks": chunks, "seconds": seconds, "cpu_s": cpu, "reingest_seconds": reingest,
+            "jieba_init_s": jieba,
+        }  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def langchain_pptx_loader() -> Any:
+    """LangChain loads .pptx only through ``unstructured``; this is the same idea over python-pptx."""
+    from langchain_core.document_loaders import BaseLoader
+    from langchain_core.documents import Document
+
+    class PptxLoader(BaseLoader):
+        def __init__(self, file_path: str) -> None:
+            self.file_path = file_path
+
+        def lazy_load(self) -> Any:
+            from pptx import Presentation
+
+            for number, slide in enumerate(Presentation(self.file_path).slides, start=1):
+                texts = [shape.text_frame.text for shape in slide.shapes if shape.has_text_frame]
+                text = "\n".join(t for t in texts if t.strip())
+                if text:
+                    yield Document(page_content=text, metadata={"source": self.file_path, "page": number})
+
+    return PptxLoader
+
+
+def run_langchain(root: Path, files: list[Path]) -> dict[str, Any]:
+    from langchain_community.document_loaders import Docx2txtLoader, PyPDFLoader, TextLoader
+    from langchain_community.vectorstores import FAISS
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    from mx_rag.embedding.local._model_info import minilm_dir
+
+    loaders = {".pdf": PyPDFLoader, ".docx": Docx2txtLoader, ".pptx": langchain_pptx_loader(), ".txt": TextLoader}
+    embeddings = HuggingFaceEmbeddings(
+        model_name=str(minilm_dir()), model_kwargs={"device": "cpu"},
+        encode_kwargs={"batch_size": EMBED_BATCH, "normalize_embeddings": True},
+    )  # fmt: skip
+    embeddings.embed_query("warm up")
+    start, cpu = time.perf_counter(), time.process_time()
+    docs, failed = [], 0
+    for path in files:
+        try:
+            docs.extend(loaders[path.suffix.lower()](str(path)).load())
+        except Exception:  # a damaged or encrypted file: skip it, as a batch job would
+            failed += 1
+    loaded = time.perf_counter()
+    chunks = langchain_splitter().split_documents(docs)
+    split = time.perf_counter()
+    store = FAISS.from_documents(chunks, embeddings)
+    end = time.perf_counter()
+    return {
+        "files": len(files), "files_ok": len(files) - failed, "files_failed": failed,
+        "chunks": len(store.index_to_docstore_id), "seconds": end - start, "cpu_s": time.process_time() - cpu,
+        "load_s": loaded - start, "split_s": split - loaded, "embed_store_s": end - split,
+    }  # fmt: skip
+
+
+def run_llamaindex(root: Path, files: list[Path]) -> dict[str, Any]:
+    from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
+    from llama_index.core.node_parser import LangchainNodeParser
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    from mx_rag.embedding.local._model_info import minilm_dir
+
+    embed_model = HuggingFaceEmbedding(model_name=str(minilm_dir()), device="cpu")
+    embed_model.get_text_embedding("warm up")
+    parser = LangchainNodeParser(langchain_splitter())
+    start, cpu = time.perf_counter(), time.process_time()
+    docs = SimpleDirectoryReader(input_files=[str(p) for p in files]).load_data()
+    for doc in docs:  # embed the chunk text alone, as the other systems do
+        doc.excluded_embed_metadata_keys = list(doc.metadata)
+    loaded = time.perf_counter()
+    index = VectorStoreIndex.from_documents(docs, embed_model=embed_model, transformations=[parser])
+    end = time.perf_counter()
+    sources = {doc.metadata.get("file_path") for doc in docs}
+    return {
+        "files": len(files), "files_ok": len(sources), "files_failed": len(files) - len(sources),
+        "chunks": len(index.index_struct.nodes_dict), "seconds": end - start, "cpu_s": time.process_time() - cpu,
+        "load_s": loaded - start, "split_embed_store_s": end - loaded,
+    }  # fmt: skip
+
+
+def run_bare_model(root: Path, files: list[Path]) -> dict[str, Any]:
+    from sentence_transformers import SentenceTransformer
+
+    from mx_rag.document import LoaderMng
+    from mx_rag.embedding.local._model_info import minilm_dir
+
+    mng = LoaderMng.with_defaults(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP)
+    texts = []
+    for path in files:  # mx_rag's chunks, as ingest_files keeps them; not timed
+        with contextlib.suppress(Exception):
+            texts.extend(d.page_content for d in mng.load_and_split(path) if d.page_content.strip())
+    model = SentenceTransformer(str(minilm_dir()), device="cpu")
+    model.encode(["warm up"])
+    start, cpu = time.perf_counter(), time.process_time()
+    vectors = model.encode(texts, batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"files": len(files), "chunks": int(vectors.shape[0]), "seconds": seconds, "cpu_s": cpu}
+
+
+WORKERS = {"mx_rag": run_mx_rag, "langchain": run_langchain, "llamaindex": run_llamaindex, "bare_model": run_bare_model}
+
+
+def worker_main(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(args.torch_threads)
+    quiet()
+    root, files = corpus_files(args.corpus, args.quick)
+    result = WORKERS[args.worker](root, files)
+    result.update(torch_threads=torch.get_num_threads(), peak_rss_mb=peak_rss_mb())
+    print(RESULT_TAG + json.dumps(result), flush=True)
+    return 0
+
+
+# -- the parent: rounds, medians, bars ------------------------------------------------------
+
+
+def spawn(system: str, corpus: str, args: argparse.Namespace) -> dict[str, Any]:
+    threads = str(args.torch_threads)
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}  # fmt: skip
+    command = [sys.executable, os.path.abspath(__file__), "--worker", system, "--corpus", corpus,
+               "--torch-threads", threads] + (["--quick"] if args.quick else [])  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_TAG)]
+    if proc.returncode != 0 or not lines:
+        raise BenchError(f"{system} on {corpus} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    result = json.loads(lines[-1][len(RESULT_TAG):])
+    result["process_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def rounded(line: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in line.items()}
+
+
+def median_line(corpus: str, system: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    seconds = [r["seconds"] for r in runs]
+    line: dict[str, Any] = {
+        "bench": BENCH, "kind": "median", "corpus": corpus, "system": system, "rounds": len(runs),
+        "chunks": runs[0]["chunks"], "seconds": statistics.median(seconds),
+        "chunks_per_s": statistics.median(r["chunks"] / r["seconds"] for r in runs),
+        "seconds_all": [round(s, 2) for s in seconds],
+        "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+        "chunks_per_cpu_s": statistics.median(r["chunks"] / r["cpu_s"] for r in runs),
+        "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+        "files": runs[0]["files"],
+    }  # fmt: skip
+    for key in ("files_ok", "files_failed"):
+        if key in runs[0]:
+            line[key] = runs[0][key]
+    for key in ("load_s", "split_s", "embed_store_s", "split_embed_store_s"):
+        if key in runs[0]:
+            line[key] = statistics.median(r[key] for r in runs)
+    if "reingest_seconds" in runs[0]:
+        line["reingest_seconds"] = statistics.median(r["reingest_seconds"] for r in runs)
+        line["reingest_fraction"] = statistics.median(r["reingest_seconds"] / r["seconds"] for r in runs)
+    if len({r["chunks"] for r in runs}) > 1:
+        line["chunks_differ_between_rounds"] = sorted({r["chunks"] for r in runs})
+    return rounded(line)
+
+
+def summary_line(medians: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    line: dict[str, Any] = {"bench": BENCH, "kind": "summary"}
+    mx, bare = medians.get(("text", "mx_rag")), medians.get(("text", "bare_model"))
+    if mx and bare:
+        ratio = mx["chunks_per_s"] / bare["chunks_per_s"]
+        line["text_mx_rag_over_bare_chunks_per_s"] = round(ratio, 3)
+        line["bar_text_95pct_of_bare"] = "pass" if ratio >= 0.95 else "fail"
+        line["text_mx_rag_over_bare_chunks_per_cpu_s"] = round(mx["chunks_per_cpu_s"] / bare["chunks_per_cpu_s"], 3)
+    docs = {s: m for (c, s), m in medians.items() if c == "docs" and s != "bare_model"}
+    if "mx_rag" in docs and len(docs) > 1:
+        line["docs_seconds"] = {s: m["seconds"] for s, m in docs.items()}
+        fastest = min(docs, key=lambda s: docs[s]["seconds"])
+        line["docs_fastest"] = fastest
+        line["bar_docs_lowest_time"] = "pass" if fastest == "mx_rag" else "fail"
+    fractions = {c: m["reingest_fraction"] for (c, s), m in medians.items() if s == "mx_rag"}
+    if fractions:
+        line["reingest_fraction"] = fractions
+        line["bar_reingest_under_5pct"] = "pass" if all(f < 0.05 for f in fractions.values()) else "fail"
+    return line
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def environment_line(args: argparse.Namespace, corpora: dict[str, list[Path]]) -> dict[str, Any]:
+    from mx_rag.embedding.local._model_info import minilm_dir
+
+    packages = ("mxrag", "torch", "transformers", "sentence-transformers", "tokenizers", "faiss-cpu", "pypdf",
+                "langchain-core", "langchain-community", "langchain-huggingface", "langchain-text-splitters",
+                "llama-index-core", "llama-index-embeddings-huggingface", "llama-index-readers-file", "docx2txt")
+    return {
+        "bench": BENCH, "kind": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "versions": {name: package_version(name) for name in packages},
+        "model": "all-MiniLM-L6-v2", "model_dir": str(minilm_dir()), "device": "cpu",
+        "torch_threads": args.torch_threads, "embed_batch": {"mx_rag": EMBED_BATCH, "langchain": EMBED_BATCH,
+                                                             "llamaindex": 10, "bare_model": EMBED_BATCH},
+        "splitter": {"class": "RecursiveCharacterTextSplitter", "chunk_size": CHUNK_SIZE,
+                     "chunk_overlap": CHUNK_OVERLAP, "separators": separators(), "keep_separator": "end"},
+        "corpora": {name: {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
+                    for name, files in corpora.items()},
+        "text_corpus": f"{PY_DOC_ROOT}/{{{','.join(PY_DOC_QUICK if args.quick else PY_DOC_DIRS)}}}/**/*.rst.txt",
+        "rounds": args.rounds, "quick": args.quick, "systems": args.systems,
+    }  # fmt: skip
+
+
+def emit(line: dict[str, Any]) -> None:
+    print(json.dumps(line, ensure_ascii=False), flush=True)
+
+
+def check_peer_packages(args: argparse.Namespace) -> None:
+    """Without docx2txt, LangChain's and LlamaIndex's .docx loaders fail and their chunks would be missing."""
+    import importlib.util
+
+    peers = {"langchain", "llamaindex"} & set(args.systems)
+    if "docs" in args.corpora and peers and importlib.util.find_spec("docx2txt") is None:
+        raise BenchError(
+            f"docx2txt is not installed: the .docx loaders of {sorted(peers)} need it "
+            "(`.venv/bin/pip install docx2txt`; it is not in mxrag's `bench` extra)"
+        )
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    corpora = {c: corpus_files(c, args.quick)[1] for c in args.corpora}
+    check_peer_packages(args)
+    emit(environment_line(args, corpora))
+    medians: dict[tuple[str, str], dict[str, Any]] = {}
+    for corpus in args.corpora:
+        systems = [s for s in args.systems if not (corpus == "docs" and s == "bare_model")]
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
+        for turn in range(args.rounds):
+            shift = turn % len(systems)
+            for system in systems[shift:] + systems[:shift]:
+                result = spawn(system, corpus, args)
+                runs[system].append(result)
+                emit(rounded({"bench": BENCH, "kind": "run", "corpus": corpus, "system": system, "round": turn + 1,
+                              **result, "chunks_per_s": result["chunks"] / result["seconds"],
+                              "loadavg_1m": round(os.getloadavg()[0], 2)}))  # fmt: skip
+        for system in systems:
+            medians[corpus, system] = median_line(corpus, system, runs[system])
+            emit(medians[corpus, system])
+    summary = summary_line(medians)
+    summary["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    emit(summary)
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per corpus; figures are medians")
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch intra-op threads, the same for all")
+    parser.add_argument("--corpus", choices=(*CORPORA, "both"), default="both")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
+    parser.add_argument("--quick", action="store_true", help="smoke run: small subsets of both corpora, 1 round")
+    parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick and "--rounds" not in (argv if argv is not None else sys.argv):
+        args.rounds = 1
+    args.corpora = list(CORPORA) if args.corpus == "both" else [args.corpus]
+    args.systems = [s for s in args.systems.split(",") if s]
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown or args.rounds < 1 or args.torch_threads < 1:
+        parser.error(f"unknown systems {sorted(unknown)}" if unknown else "--rounds and --torch-threads must be >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return worker_main(args) if args.worker else parent_main(args)
+    except BenchError as exc:
+        print(f"ingest benchmark FAILED: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
