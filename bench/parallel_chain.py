@@ -82,7 +82,7 @@ from mx_rag.utils import ClientParam
 BENCH = "parallel_chain"
 DEFAULT_DOC = "/work/shared/data/docs/debian-reference/debian-reference.en.txt"
 DEFAULT_WORKDIR = "/tmp/mx_rag_bench/parallel_chain"
-CANDIDATE_GRID = (2, 5, 10, 20, 40, 80)
+CANDIDATE_GRID = (2, 5, 10, 15, 20, 30, 40, 60, 80)
 VARIANTS = ("single", "single_playout", "parallel")
 
 # The seed's image-and-text example system prompt, verbatim (seed 000, TEXT_INFER_PROMPT).
