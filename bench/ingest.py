@@ -49,7 +49,9 @@ to the same value).
 
 Output: JSON lines on stdout. First an environment line (with the load average), then one line per
 run as it finishes, then per corpus one median line per system, and last a summary line with the
-three bars, each marked pass or fail:
+three bars, each marked pass or fail (on wall time, as asked; ``cpu_s`` and ``chunks_per_cpu_s``, the
+process's CPU time over the timed part, are printed beside it because on a shared machine the wall
+time of a run follows the other jobs' load more than the system under test):
 
 * text: mx_rag's chunks/s at least 95 % of the bare model's;
 * docs: mx_rag's end-to-end time the lowest of mx_rag, LangChain and LlamaIndex;
@@ -57,7 +59,7 @@ three bars, each marked pass or fail:
 
 Run::
 
-    .venv/bin/python bench/ingest.py            # full run: ~2 h on a busy 2-core VM (MiniLM at ~6 chunks/s)
+    .venv/bin/python bench/ingest.py            # full run: about 1 h on an idle 2-core VM, 2 to 3 h on a shared one
     .venv/bin/python bench/ingest.py --quick    # smoke run: small subsets, 1 round, a few minutes
     .venv/bin/python bench/ingest.py --corpus text --systems mx_rag,bare_model
 """
@@ -321,7 +323,7 @@ def spawn(system: str, corpus: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def rounded(line: dict[str, Any]) -> dict[str, Any]:
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in line.items()}
+    return {k: round(v, 6 if k.endswith("fraction") else 3) if isinstance(v, float) else v for k, v in line.items()}
 
 
 def median_line(corpus: str, system: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
