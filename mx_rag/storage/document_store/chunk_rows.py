@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Integer, MetaData, Row, String, Table, Text, func
 
@@ -33,6 +33,21 @@ MAX_ID: Final = 2**63 - 1
 MAX_DOCUMENT_NAME = 1024
 MAX_ENCRYPTED_CONTENT = 128 * 1024 * 1024
 ROW_COLUMNS = ("chunk_id", "document_id", "document_name", "chunk_content", "chunk_metadata")
+
+
+class ChunkRow(Protocol):
+    """What :meth:`ChunkCodec.to_document` reads from a row (a SQLAlchemy ``Row`` or a driver tuple)."""
+
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def document_id(self) -> int: ...
+    @property
+    def document_name(self) -> str: ...
+    @property
+    def chunk_content(self) -> str: ...
+    @property
+    def chunk_metadata(self) -> dict[str, Any] | None: ...
 
 
 def chunk_table(table_name: str, extra: Sequence[Column[Any] | Index]) -> Table:
@@ -128,7 +143,7 @@ class ChunkCodec:
             "chunk_metadata": doc.metadata,
         }
 
-    def to_document(self, row: Row[Any], **extra_metadata: Any) -> MxDocument:
+    def to_document(self, row: ChunkRow | Row[Any], **extra_metadata: Any) -> MxDocument:
         """The ``MxDocument`` of a row (text decrypted, ``extra_metadata`` added to a copy)."""
         metadata = dict(row.chunk_metadata or {})
         metadata.update(extra_metadata)

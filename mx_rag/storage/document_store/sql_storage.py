@@ -8,10 +8,11 @@ connection from the engine's pool, so one store can be shared by threads.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from sqlalchemy import Connection, Engine, Row, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
@@ -41,6 +42,23 @@ logger = logging.getLogger(__name__)
 
 TABLE_NAME_PATTERN = r"[a-z_][a-z0-9_]{0,47}"
 WRITE: Final = "mxrag_write"  # execution option: this connection writes (SQLite: BEGIN IMMEDIATE)
+_FAST_MAX_IDS: Final = 256  # search_many of up to this many ids runs a cached driver-level statement
+_POSITIONAL_MARKERS: Final = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
+class _RawRow(NamedTuple):
+    """A row of ``ROW_COLUMNS`` read through the driver (metadata may still be JSON text)."""
+
+    chunk_id: int
+    document_id: int
+    document_name: str
+    chunk_content: str
+    raw_metadata: Any
+
+    @property
+    def chunk_metadata(self) -> dict[str, Any]:
+        value = self.raw_metadata
+        return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 class _SqlDocstore(Docstore):
@@ -75,6 +93,7 @@ class _SqlDocstore(Docstore):
         self._full_text = full_text
         self._table = chunk_table(table_name, full_text.schema())
         self._row_columns = [self._table.c[name] for name in ROW_COLUMNS]
+        self._ids_sql: dict[int, str] = {}  # search_many's SQL per id count (see _select_ids_sql)
         self._create_schema()
 
     # --------------------------------------------------------------------------------------------
@@ -256,12 +275,37 @@ class _SqlDocstore(Docstore):
     def search_many(self, chunk_ids: Sequence[int]) -> dict[int, MxDocument]:
         """Chunks by id, in one query per 10,000 ids; ids not found are absent from the result."""
         ids = sorted(set(check_ids("chunk_ids", chunk_ids)))
+        if not ids:
+            return {}
+        if len(ids) <= _FAST_MAX_IDS and (sql := self._select_ids_sql(len(ids))) is not None:
+            # the retriever's hot path: one cached SQL string per id count, straight to the driver
+            with self._errors("reading chunks"), self._engine.connect() as conn:
+                raw = conn.exec_driver_sql(sql, tuple(ids)).all()
+            return {row[0]: self._codec.to_document(_RawRow(*row)) for row in raw}
         rows: list[Row[Any]] = []
         with self._errors("reading chunks"), self._read() as conn:
             for batch in id_batches(ids):
                 query = select(*self._row_columns).where(self._table.c.chunk_id.in_(batch))
                 rows.extend(conn.execute(query).all())
         return {row.chunk_id: self._codec.to_document(row) for row in rows}
+
+    def _select_ids_sql(self, count: int) -> str | None:
+        """``SELECT <row columns> ... WHERE chunk_id IN (<count> placeholders)`` for this driver.
+
+        None where the driver's parameter style is not a positional one we know (the caller then
+        builds a SQLAlchemy Core query instead). Values are always bound, never written into the SQL.
+        """
+        sql = self._ids_sql.get(count)
+        if sql is None:
+            marker = _POSITIONAL_MARKERS.get(self._engine.dialect.paramstyle)
+            if marker is None:
+                return None
+            quote = self._engine.dialect.identifier_preparer.quote
+            columns = ", ".join(quote(name) for name in ROW_COLUMNS)
+            placeholders = ", ".join([marker] * count)
+            sql = f"SELECT {columns} FROM {quote(self._table.name)} WHERE {quote('chunk_id')} IN ({placeholders})"
+            self._ids_sql[count] = sql
+        return sql
 
     def search_by_document_id(self, document_id: int) -> list[MxDocument]:
         """The chunks of ``document_id`` in insertion order."""

@@ -44,6 +44,9 @@ DEFAULTS: dict[str, dict[str, int]] = {
 TRAIN_POINTS_PER_LIST = 39  # FAISS's own rule of thumb for k-means training
 MAX_TRAIN_POINTS_PER_LIST = 256
 EXACT_FILTER_MAX = 4096  # filtered searches over at most this many vectors are exact on every kind
+# A FLAT index scans every vector with a filter too; copying out the allowed ones and scanning only
+# them wins while they are at most 1 % of the index (1M vectors, 1,000 allowed: 0.45 vs 4.2 ms).
+FLAT_EXACT_RATIO = 100
 _IDMAP_FOURCC, _IDMAP2_FOURCC = b"IxMp", b"IxM2"
 
 
@@ -230,12 +233,18 @@ class FaissIndex:
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` (distances, ids) per query, ids -1 where fewer exist; ``allowed`` restricts ids."""
-        if allowed is not None and len(allowed) <= EXACT_FILTER_MAX and self.kind != "FLAT":
+        if allowed is not None and self._exact_is_faster(len(allowed)):
             return self._exact_among(queries, k, allowed)
         if allowed is None and (replica := self._gpu_replica()) is not None:
             return replica.search(queries, k)
         selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
         return self.index.search(queries, k, params=self._search_params(k, selector))
+
+    def _exact_is_faster(self, allowed: int) -> bool:
+        """Whether scanning only the ``allowed`` vectors beats the index's own filtered search."""
+        if allowed > EXACT_FILTER_MAX:
+            return False
+        return self.kind != "FLAT" or allowed * FLAT_EXACT_RATIO <= self.ntotal
 
     def _search_params(self, k: int, selector: Any) -> Any:
         params: Any = None

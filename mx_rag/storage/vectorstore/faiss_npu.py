@@ -100,6 +100,7 @@ class MindFAISS(VectorStore):
         self._lock = threading.RLock()
         self._docs: dict[int, int] = {}
         self._by_doc: dict[int, set[int]] = {}
+        self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
         self._index: FaissIndex
         if self._path is not None and self._path.exists():
             self._load(backend, spec)
@@ -271,11 +272,13 @@ class MindFAISS(VectorStore):
         for vid, doc in tags.items():
             self._docs[vid] = doc
             self._by_doc.setdefault(doc, set()).add(vid)
+            self._doc_arrays.pop(doc, None)
 
     def _drop(self, ids: np.ndarray) -> None:
         self._index.remove(ids)
         for vid in ids.tolist():
             doc = self._docs.pop(vid)
+            self._doc_arrays.pop(doc, None)
             members = self._by_doc[doc]
             members.discard(vid)
             if not members:
@@ -290,9 +293,20 @@ class MindFAISS(VectorStore):
         self._index.add(ids, vectors)
 
     def _ids_of(self, docs: list[int]) -> np.ndarray:
-        members = [self._by_doc[d] for d in docs if d in self._by_doc]
-        merged = set().union(*members) if members else set()
-        return np.fromiter(sorted(merged), dtype=np.int64, count=len(merged))
+        """The vector ids of ``docs`` (each document's array is cached until its vectors change)."""
+        arrays = []
+        for doc in dict.fromkeys(docs):
+            array = self._doc_arrays.get(doc)
+            if array is None and doc in self._by_doc:
+                members = self._by_doc[doc]
+                array = np.fromiter(sorted(members), dtype=np.int64, count=len(members))
+                array.flags.writeable = False
+                self._doc_arrays[doc] = array
+            if array is not None:
+                arrays.append(array)
+        if len(arrays) == 1:
+            return arrays[0]
+        return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
 
     def __repr__(self) -> str:
         where = self._path or "memory"

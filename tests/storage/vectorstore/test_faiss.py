@@ -243,6 +243,24 @@ def test_hnsw_filters_larger_than_the_exact_limit_use_the_graph(tmp_path: Path) 
     assert all(len(row) == 10 and min(row) >= 4500 for row in small)
 
 
+@pytest.mark.parametrize("docs", [[7], [3, 7, 3], list(range(20))])
+def test_flat_filters_match_brute_force_on_both_search_paths(docs: list[int]) -> None:
+    """One document (1 % of the index) takes the copy-and-scan path, twenty take faiss's selector."""
+    store = _store(None, index_type="FLAT")
+    data = unit_vectors(2000, DIM, seed=3)
+    for doc in range(100):
+        store.add(list(range(doc * 20, doc * 20 + 20)), data[doc * 20 : doc * 20 + 20], document_id=doc)
+    queries = unit_vectors(4, DIM, seed=4)
+    scores, ids = store.search(queries, k=5, filter_dict={"document_id": docs})
+    allowed = np.concatenate([np.arange(d * 20, d * 20 + 20) for d in sorted(set(docs))])
+    expected = allowed[np.argsort(-(queries @ data[allowed].T), axis=1)[:, :5]]
+    assert ids == expected.tolist()
+    assert all(row == sorted(row, reverse=True) for row in scores)
+    store.delete(list(range(140, 160)))  # document 7's cached id array must follow the delete
+    _, after = store.search(queries, k=5, filter_dict={"document_id": [7]})
+    assert after == [[], [], [], []]
+
+
 def test_cosine_normalises_without_touching_the_callers_array() -> None:
     store = _store(None, metric_type="COSINE")
     data = unit_vectors(10, DIM) * 5.0
