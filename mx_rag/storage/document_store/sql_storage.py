@@ -278,16 +278,31 @@ class _SqlDocstore(Docstore):
         if not ids:
             return {}
         if len(ids) <= _FAST_MAX_IDS and (sql := self._select_ids_sql(len(ids))) is not None:
-            # the retriever's hot path: one cached SQL string per id count, straight to the driver
-            with self._errors("reading chunks"), self._engine.connect() as conn:
-                raw = conn.exec_driver_sql(sql, tuple(ids)).all()
-            return {row[0]: self._codec.to_document(_RawRow(*row)) for row in raw}
+            # The retriever's hot path: one cached SQL string per id count, run on a pooled driver
+            # connection without an explicit transaction (one SELECT reads one consistent snapshot).
+            return {row[0]: self._codec.to_document(_RawRow(*row)) for row in self._fetch_raw(sql, ids)}
         rows: list[Row[Any]] = []
         with self._errors("reading chunks"), self._read() as conn:
             for batch in id_batches(ids):
                 query = select(*self._row_columns).where(self._table.c.chunk_id.in_(batch))
                 rows.extend(conn.execute(query).all())
         return {row.chunk_id: self._codec.to_document(row) for row in rows}
+
+    def _fetch_raw(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        driver_error = self._engine.dialect.loaded_dbapi.Error
+        try:
+            connection = self._engine.raw_connection()
+            try:
+                cursor = connection.cursor()
+                try:
+                    cursor.execute(sql, tuple(params))
+                    return list(cursor.fetchall())
+                finally:
+                    cursor.close()
+            finally:
+                connection.close()  # back to the pool, which rolls back whatever the driver began
+        except (driver_error, SQLAlchemyError) as exc:
+            raise StorageError(f"reading chunks failed on table {self._table.name!r}: {exc}") from exc
 
     def _select_ids_sql(self, count: int) -> str | None:
         """``SELECT <row columns> ... WHERE chunk_id IN (<count> placeholders)`` for this driver.
