@@ -1,0 +1,502 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``PostgresGraphStore``: the knowledge graph in PostgreSQL tables, for graphs shared or too big for memory.
+
+Five tables, named after ``table_prefix`` (``mxrag_graph`` by default) and shared by every graph
+of the database; a graph is a row of the first, and everything else carries its id:
+
+======================  =========================================================================
+``<p>_graphs``          ``id``, ``name`` (unique): one row per ``graph_name``
+``<p>_nodes``           ``id`` (identity: ``Node.id``, never reused), ``graph_id``, ``name``
+                        (unique per graph), ``label``, ``type``
+``<p>_node_sources``    ``node_id``, ``graph_id``, ``chunk_id``, ``description``: which chunks
+                        support a node, with what each said (the keys of ``Node.descriptions``)
+``<p>_edges``           ``id``, ``graph_id``, ``source_id``, ``target_id``, ``relation``
+                        (unique per ``(source_id, target_id, relation)``)
+``<p>_edge_sources``    ``edge_id``, ``graph_id``, ``chunk_id``, ``description``
+======================  =========================================================================
+
+Deleting a node deletes its edges and their sources (foreign keys ``ON DELETE CASCADE``).
+Every value travels as a bound parameter; lists go as one array parameter (``= ANY(:ids)``,
+``unnest(:names, ...)``), so a write of thousands of nodes is a few statements. Nothing is loaded
+whole: ``expand`` asks the database one hop at a time, ``iter_nodes``/``iter_edges`` stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import URL, BigInteger, Column, Connection, Engine, ForeignKey, Table, Text, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
+
+from mx_rag.errors import ParameterError, StorageError
+from mx_rag.graphrag.graph_store import Edge, GraphStore, Node, Subgraph
+from mx_rag.storage.document_store.postgres_storage import _postgres_engine
+from mx_rag.utils.checks import check_pattern, check_str
+
+__all__ = ["PostgresGraphStore"]
+
+TABLE_PREFIX_PATTERN = r"[a-z_][a-z0-9_]{0,29}"
+MAX_GRAPH_NAME = 255
+WRITE_ROWS = 10_000  # rows per statement of a bulk write
+STREAM_ROWS = 1_000  # rows fetched at a time by iter_nodes / iter_edges
+BIGINT_MAX = 2**63 - 1
+
+_IDS = ARRAY(BigInteger)
+_TEXTS = ARRAY(Text)
+
+
+def _tables(prefix: str) -> dict[str, Table]:
+    meta = sa.MetaData()
+
+    def key() -> Column[int]:
+        return Column("id", BigInteger, sa.Identity(), primary_key=True)
+
+    def owner(name: str, table: Table) -> Column[int]:
+        return Column(name, BigInteger, ForeignKey(table.c.id, ondelete="CASCADE"), nullable=False)
+
+    graphs = Table(f"{prefix}_graphs", meta, key(), Column("name", Text, nullable=False, unique=True))
+    nodes = Table(
+        f"{prefix}_nodes", meta, key(), owner("graph_id", graphs),
+        *(Column(name, Text, nullable=False) for name in ("name", "label", "type")),
+        sa.UniqueConstraint("graph_id", "name", name=f"uq_{prefix}_nodes_name"),
+    )  # fmt: skip
+    edges = Table(
+        f"{prefix}_edges", meta, key(), owner("graph_id", graphs), owner("source_id", nodes),
+        owner("target_id", nodes), Column("relation", Text, nullable=False),
+        sa.UniqueConstraint("source_id", "target_id", "relation", name=f"uq_{prefix}_edges_key"),
+        sa.Index(f"ix_{prefix}_edges_target", "target_id"), sa.Index(f"ix_{prefix}_edges_graph", "graph_id"),
+    )  # fmt: skip
+    found = {"graphs": graphs, "nodes": nodes, "edges": edges}
+    for kind, table in (("node", nodes), ("edge", edges)):
+        found[f"{kind}_sources"] = Table(
+            f"{prefix}_{kind}_sources", meta, owner(f"{kind}_id", table),
+            Column("graph_id", BigInteger, nullable=False), Column("chunk_id", Text, nullable=False),
+            Column("description", Text, nullable=False),
+            sa.PrimaryKeyConstraint(f"{kind}_id", "chunk_id", name=f"pk_{prefix}_{kind}_sources"),
+            sa.Index(f"ix_{prefix}_{kind}_sources_chunk", "graph_id", "chunk_id"),
+        )  # fmt: skip
+    return found
+
+
+def _any(name: str, kind: Any = _IDS) -> Any:
+    """``ANY(:name)``: one bound array parameter (``x == _any("ids")`` renders ``x = ANY(%(ids)s)``)."""
+    return sa.any_(bindparam(name, type_=kind))
+
+
+def _rows(table: Table, arrays: dict[str, list[Any]]) -> Any:
+    """``unnest(:a, :b, ...) AS anon(a, b, ...)``: one bound array per column of ``table``, read as rows."""
+    params = [bindparam(name, type_=ARRAY(table.c[name].type)) for name in arrays]
+    return sa.func.unnest(*params).table_valued(*arrays).render_derived()
+
+
+def _insert(conn: Connection, table: Table, graph_id: int, arrays: dict[str, list[Any]], conflict: list[str],
+            update: Sequence[str] = ()) -> None:  # fmt: skip
+    """``INSERT INTO table (graph_id, <columns>) SELECT :graph_id, * FROM unnest(<arrays>) ON CONFLICT
+    (<conflict>) DO NOTHING`` (``DO UPDATE`` of the ``update`` columns), ``WRITE_ROWS`` rows a statement."""
+    for start in range(0, len(next(iter(arrays.values()))), WRITE_ROWS):
+        part = {name: values[start : start + WRITE_ROWS] for name, values in arrays.items()}
+        rows = _rows(table, part)
+        values = select(bindparam("graph_id", type_=BigInteger), *rows.c)
+        statement = pg_insert(table).from_select(["graph_id", *part], values)
+        if update:
+            changes = {name: statement.excluded[name] for name in update}
+            statement = statement.on_conflict_do_update(index_elements=conflict, set_=changes)
+        else:
+            statement = statement.on_conflict_do_nothing(index_elements=conflict)
+        conn.execute(statement, {"graph_id": graph_id, **part})
+
+
+def _check_text(what: str, values: Iterable[str]) -> None:
+    for value in values:
+        if not isinstance(value, str):
+            raise ParameterError(f"{what} must be str, got {type(value).__name__}")
+        if "\x00" in value:
+            raise ParameterError(f"{what} cannot hold NUL characters (PostgreSQL text refuses them): {value!r}")
+
+
+def _usable(names: Iterable[Any]) -> list[str]:
+    """The distinct names a store can hold (a NUL-holding name can never have been stored)."""
+    return [n for n in dict.fromkeys(names) if isinstance(n, str) and "\x00" not in n]
+
+
+def _merged_nodes(nodes: Iterable[Node]) -> dict[str, tuple[Node, dict[str, str]]]:
+    """Input nodes by name: the first record (its label and type win) and the united descriptions."""
+    merged: dict[str, tuple[Node, dict[str, str]]] = {}
+    for item in nodes:
+        if not isinstance(item, Node):
+            raise ParameterError(f"nodes must hold Node records, got {type(item).__name__}")
+        merged.setdefault(item.name, (item, {}))[1].update(item.descriptions)
+    for name, (item, descs) in merged.items():
+        _check_text("node names, labels, types, chunk ids and descriptions",
+                    [name, item.label, item.type, *descs.keys(), *descs.values()])  # fmt: skip
+    return merged
+
+
+def _merged_edges(edges: Iterable[Edge]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Input edges by key, with their descriptions united (a later record's text wins)."""
+    merged: dict[tuple[str, str, str], dict[str, str]] = {}
+    for item in edges:
+        if not isinstance(item, Edge):
+            raise ParameterError(f"edges must hold Edge records, got {type(item).__name__}")
+        merged.setdefault(item.key, {}).update(item.descriptions)
+    for key, descs in merged.items():
+        _check_text("edge ends, relations, chunk ids and descriptions", [*key, *descs.keys(), *descs.values()])
+    return merged
+
+
+def _grouped(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[int, tuple[Any, ...], dict[str, str]]]:
+    """Rows ``(id, *fields, chunk_id, description)`` ordered by id -> ``(id, fields, descriptions)``."""
+    for key, group in itertools.groupby(rows, key=lambda row: row[0]):
+        members = list(group)
+        descriptions = {row[-2]: row[-1] for row in members if row[-2] is not None}
+        yield key, tuple(members[0][1:-2]), descriptions
+
+
+def _node(node_id: int, fields: tuple[Any, ...], descriptions: dict[str, str]) -> Node:
+    name, label, kind = fields
+    return Node(name, label=label, type=kind, descriptions=descriptions, id=node_id)
+
+
+class PostgresGraphStore(GraphStore):
+    """A ``GraphStore`` in PostgreSQL: several graphs (by ``graph_name``) share one set of tables.
+
+    Every write call is one transaction, committed when it returns; inside :meth:`batch` the
+    calls share one transaction (each call on its own savepoint, so a refused call leaves the
+    batch usable), committed when the outermost batch ends. Other processes see the graph as soon
+    as it is committed, so several workers can serve one graph. :meth:`save` has nothing left to do.
+
+    Args:
+        url_or_engine: ``postgresql+psycopg://user:password@host:5432/db`` (``postgresql://``
+            means psycopg 3), or an Engine on PostgreSQL, which :meth:`close` leaves open.
+        graph_name: the graph (1 to 255 characters, any text); created empty on first use.
+        table_prefix: prefix of the five table names (lower-case letters, digits and ``_``, at
+            most 30 characters).
+
+    Raises:
+        ParameterError: a bad argument.
+        StorageError: the database cannot be reached, or the tables cannot be created.
+
+    Example:
+        >>> store = PostgresGraphStore("postgresql+psycopg://mxrag:mxrag@127.0.0.1:5432/mxrag",
+        ...                            graph_name="manuals")
+        >>> store.upsert_nodes([Node("ada", descriptions={"c1": "a mathematician"})])
+        >>> store.expand(["ada"], depth=2).nodes
+        {'ada': 0}
+        >>> pipeline = GraphRAGPipeline(work_dir, llm, embedding, 384, graph_type="postgres",
+        ...                             graph_store=store)
+    """
+
+    def __init__(
+        self, url_or_engine: str | URL | Engine, graph_name: str = "graph", *, table_prefix: str = "mxrag_graph"
+    ) -> None:
+        check_str("graph_name", graph_name, 1, MAX_GRAPH_NAME)
+        _check_text("graph_name", [graph_name])
+        check_pattern("table_prefix", table_prefix, TABLE_PREFIX_PATTERN)
+        self._graph_name = graph_name
+        self._t = _tables(table_prefix)
+        self._lock = threading.RLock()
+        self._batch: Connection | None = None
+        self._batch_thread: int | None = None
+        self._engine, self._owns_engine = _postgres_engine(url_or_engine)
+        try:
+            self._graph_id = self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> int:
+        """Create the tables if missing (a race with another process is retried once); the graph's id."""
+        graphs = self._t["graphs"]
+        for attempt in (1, 2):
+            try:
+                with self._engine.begin() as conn:
+                    graphs.metadata.create_all(conn)
+                    conn.execute(pg_insert(graphs).values(name=self._graph_name).on_conflict_do_nothing())
+                    return int(conn.execute(select(graphs.c.id).where(graphs.c.name == self._graph_name)).scalar_one())
+            except SQLAlchemyError as exc:
+                if attempt == 2 or not isinstance(exc, IntegrityError | ProgrammingError):
+                    raise StorageError(f"opening graph {self._graph_name!r} in {graphs.name!r} failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine."""
+        return self._engine
+
+    @property
+    def graph_name(self) -> str:
+        return self._graph_name
+
+    # -- connections -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise StorageError(f"{action} failed on graph {self._graph_name!r}: {exc}") from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate
+            raise ParameterError(f"{action}: the text holds characters UTF-8 cannot encode ({exc.reason})") from exc
+
+    @contextlib.contextmanager
+    def _writing(self, action: str) -> Iterator[Connection]:
+        """One write call: its own transaction, or a savepoint of the running batch."""
+        with self._lock, self._errors(action):
+            if self._batch is not None:
+                with self._batch.begin_nested():
+                    yield self._batch
+            else:
+                with self._engine.begin() as conn:
+                    yield conn
+
+    @contextlib.contextmanager
+    def _reading(self, action: str, *, snapshot: bool = False) -> Iterator[Connection]:
+        """A read: on the batch's connection in the thread running a batch (to see its writes),
+        else a fresh transaction (REPEATABLE READ with ``snapshot``: one view over several queries)."""
+        with self._errors(action):
+            if self._batch is not None and self._batch_thread == threading.get_ident():
+                yield self._batch
+                return
+            conn = self._engine.connect()
+            if snapshot:
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn, conn.begin():
+                yield conn
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._lock:
+            if self._batch is not None:  # nested: the outermost batch commits
+                yield
+                return
+            with self._errors("starting a batch"):
+                conn = self._engine.connect()
+            try:
+                transaction = conn.begin()
+                self._batch, self._batch_thread = conn, threading.get_ident()
+                try:
+                    yield
+                except BaseException:
+                    transaction.rollback()
+                    raise
+                with self._errors("committing a batch"):
+                    transaction.commit()
+            finally:
+                self._batch = self._batch_thread = None
+                conn.close()
+
+    def save(self) -> None:
+        """Nothing to do: every write is committed when its call (or the outermost batch) ends."""
+
+    def close(self) -> None:
+        """Close the pooled connections (the engine is disposed only if the store created it)."""
+        if self._owns_engine:
+            self._engine.dispose()
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def upsert_nodes(self, nodes: Iterable[Node]) -> None:
+        merged = _merged_nodes(nodes)
+        if not merged:
+            return
+        items = [item for item, _ in merged.values()]
+        with self._writing("adding nodes") as conn:
+            columns: dict[str, list[Any]] = {"name": [n.name for n in items], "label": [n.label for n in items],
+                       "type": [n.type for n in items]}  # fmt: skip
+            _insert(conn, self._t["nodes"], self._graph_id, columns, ["graph_id", "name"])
+            ids = self._ids_of(conn, list(merged))
+            self._insert_sources(conn, "node", [(ids[n], descs) for n, (_, descs) in merged.items()])
+
+    def _insert_sources(self, conn: Connection, kind: str, owners: list[tuple[int, dict[str, str]]]) -> None:
+        """``(owner id, {chunk id: description})``; a chunk already there gets the new text."""
+        rows = [(owner, chunk, text) for owner, descs in owners for chunk, text in descs.items()]
+        if rows:
+            columns: dict[str, list[Any]] = {f"{kind}_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
+                       "description": [r[2] for r in rows]}  # fmt: skip
+            _insert(conn, self._t[f"{kind}_sources"], self._graph_id, columns, [f"{kind}_id", "chunk_id"],
+                    update=["description"])  # fmt: skip
+
+    def upsert_edges(self, edges: Iterable[Edge]) -> None:
+        merged = _merged_edges(edges)
+        if not merged:
+            return
+        table = self._t["edges"]
+        with self._writing("adding edges") as conn:
+            ids = self._ids_of(conn, list({n for key in merged for n in key[:2]}))
+            missing = sorted({n for key in merged for n in key[:2] if n not in ids})
+            if missing:
+                raise StorageError(f"cannot add edges to nodes that are not stored: {missing[:5]}")
+            keys = [(ids[s], ids[t], r) for s, t, r in merged]
+            columns: dict[str, list[Any]] = {"source_id": [k[0] for k in keys], "target_id": [k[1] for k in keys],
+                       "relation": [k[2] for k in keys]}  # fmt: skip
+            _insert(conn, table, self._graph_id, columns, ["source_id", "target_id", "relation"])
+            edge_ids: dict[tuple[int, int, str], int] = {}
+            for start in range(0, len(keys), WRITE_ROWS):
+                part = {name: values[start : start + WRITE_ROWS] for name, values in columns.items()}
+                rows = _rows(table, part)
+                match = sa.and_(*(table.c[name] == rows.c[name] for name in part))
+                query = select(table.c.id, *(table.c[name] for name in part)).join(rows, match)
+                edge_ids.update({(s, t, r): i for i, s, t, r in conn.execute(query, part)})
+            self._insert_sources(conn, "edge", [(edge_ids[k], d) for k, d in zip(keys, merged.values(), strict=True)])
+
+    def remove_sources(self, chunk_ids: Iterable[str]) -> list[str]:
+        gone = list(dict.fromkeys(chunk_ids))
+        _check_text("chunk ids", gone)
+        if not gone:
+            return []
+        with self._writing("removing sources") as conn:
+            self._drop_unsupported(conn, "edge", gone)
+            return sorted(self._drop_unsupported(conn, "node", gone))
+
+    def _drop_unsupported(self, conn: Connection, kind: str, chunks: list[str]) -> list[Any]:
+        """Delete the ``chunks`` rows of ``<kind>_sources``, then the nodes or edges they supported
+        that have no source left (a node takes its edges along); return the deleted nodes' names."""
+        owners, sources = self._t[f"{kind}s"], self._t[f"{kind}_sources"]
+        mine = (sources.c.graph_id == self._graph_id, sources.c.chunk_id == _any("c", _TEXTS))
+        dropped = sa.delete(sources).where(*mine)
+        touched = sorted(set(conn.execute(dropped.returning(sources.c[f"{kind}_id"]), {"c": chunks}).scalars()))
+        supported = sa.exists().where(sources.c[f"{kind}_id"] == owners.c.id)
+        dead = sa.delete(owners).where(owners.c.id == _any("ids"), ~supported)
+        if kind == "edge":
+            conn.execute(dead, {"ids": touched})
+            return []
+        return list(conn.execute(dead.returning(owners.c.name), {"ids": touched}).scalars())
+
+    def clear(self) -> None:
+        """Delete every node and edge of this graph (other graphs in the tables are untouched).
+
+        Node ids are still never reused.
+        """
+        nodes = self._t["nodes"]
+        with self._writing("clearing the graph") as conn:
+            conn.execute(sa.delete(nodes).where(nodes.c.graph_id == self._graph_id))
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def _ids_of(self, conn: Connection, names: list[str]) -> dict[str, int]:
+        nodes = self._t["nodes"]
+        where = (nodes.c.graph_id == self._graph_id, nodes.c.name == _any("names", _TEXTS))
+        return {name: node_id for name, node_id in conn.execute(select(nodes.c.name, nodes.c.id).where(*where),
+                                                                 {"names": names})}  # fmt: skip
+
+    def _node_query(self) -> Any:
+        nodes, sources = self._t["nodes"], self._t["node_sources"]
+        return (
+            select(nodes.c.id, nodes.c.name, nodes.c.label, nodes.c.type, sources.c.chunk_id, sources.c.description)
+            .outerjoin(sources, sources.c.node_id == nodes.c.id)
+            .where(nodes.c.graph_id == self._graph_id)
+            .order_by(nodes.c.id)
+        )
+
+    def _edge_query(self) -> Any:
+        edges, sources = self._t["edges"], self._t["edge_sources"]
+        head, tail = self._t["nodes"].alias("head"), self._t["nodes"].alias("tail")
+        return (
+            select(edges.c.id, tail.c.name, head.c.name, edges.c.relation, sources.c.chunk_id, sources.c.description)
+            .join(tail, tail.c.id == edges.c.source_id)
+            .join(head, head.c.id == edges.c.target_id)
+            .outerjoin(sources, sources.c.edge_id == edges.c.id)
+            .where(edges.c.graph_id == self._graph_id)
+            .order_by(edges.c.id)
+        )
+
+    def _read_nodes(self, conn: Connection, where: Any, params: dict[str, Any]) -> list[Node]:
+        rows = conn.execute(self._node_query().where(where), params)
+        return [_node(node_id, fields, descs) for node_id, fields, descs in _grouped(rows)]
+
+    def _read_edges(self, conn: Connection, where: Any, params: dict[str, Any]) -> list[Edge]:
+        rows = conn.execute(self._edge_query().where(where), params)
+        return [Edge(s, t, r, descs) for _, (s, t, r), descs in _grouped(rows)]
+
+    def get_nodes(self, names: Iterable[str]) -> dict[str, Node]:
+        wanted = _usable(names)
+        if not wanted:
+            return {}
+        with self._reading("reading nodes") as conn:
+            found = self._read_nodes(conn, self._t["nodes"].c.name == _any("names", _TEXTS), {"names": wanted})
+        return {node.name: node for node in found}
+
+    def get_nodes_by_id(self, ids: Iterable[int]) -> dict[int, Node]:
+        wanted = [i for i in dict.fromkeys(ids) if isinstance(i, int) and 0 < i <= BIGINT_MAX]
+        if not wanted:
+            return {}
+        with self._reading("reading nodes") as conn:
+            found = self._read_nodes(conn, self._t["nodes"].c.id == _any("ids"), {"ids": wanted})
+        return {node.id: node for node in found}
+
+    def edges_of(self, names: Iterable[str]) -> list[Edge]:
+        wanted = _usable(names)
+        if not wanted:
+            return []
+        edges = self._t["edges"]
+        with self._reading("reading edges", snapshot=True) as conn:
+            ids = list(self._ids_of(conn, wanted).values())
+            where = sa.or_(edges.c.source_id == _any("ids"), edges.c.target_id == _any("ids"))
+            return self._read_edges(conn, where, {"ids": ids}) if ids else []
+
+    def iter_nodes(self) -> Iterator[Node]:
+        return (_node(i, fields, descs) for i, fields, descs in _grouped(self._stream(self._node_query())))
+
+    def iter_edges(self) -> Iterator[Edge]:
+        return (Edge(s, t, r, descs) for _, (s, t, r), descs in _grouped(self._stream(self._edge_query())))
+
+    def _stream(self, query: Any) -> Iterator[Sequence[Any]]:
+        """The rows of ``query``: fetched whole in a batch's thread, else through a server-side cursor."""
+        with self._reading("iterating the graph") as conn:
+            if conn is self._batch:
+                yield from conn.execute(query).all()
+                return
+            yield from conn.execution_options(stream_results=True, yield_per=STREAM_ROWS).execute(query)
+
+    def count_nodes(self) -> int:
+        return self._count("nodes")
+
+    def count_edges(self) -> int:
+        return self._count("edges")
+
+    def _count(self, name: str) -> int:
+        table = self._t[name]
+        with self._reading(f"counting {name}") as conn:
+            return int(conn.execute(select(sa.func.count()).where(table.c.graph_id == self._graph_id)).scalar_one())
+
+    def expand(self, names: Iterable[str], depth: int, max_nodes: int | None = None) -> Subgraph:
+        """Breadth-first in SQL: one query per hop for the unseen neighbours of the frontier.
+
+        Within a hop, nodes are taken in name order (code points), as ``GraphStore.expand`` does.
+        """
+        start = _usable(names)
+        limit = BIGINT_MAX if max_nodes is None else max(0, max_nodes)
+        reached: dict[str, int] = {}
+        ids: list[int] = []
+        edges = self._t["edges"]
+        with self._reading("expanding the graph", snapshot=True) as conn:
+            found = self._ids_of(conn, start) if start else {}
+            frontier = sorted(found.items())[:limit]
+            for hop in range(depth + 1):
+                if hop:
+                    if not frontier or len(reached) >= limit:
+                        break
+                    frontier = self._neighbours(conn, [i for _, i in frontier], ids)[: limit - len(reached)]
+                for name, node_id in frontier:
+                    reached[name] = hop
+                    ids.append(node_id)
+            among = sa.and_(edges.c.source_id == _any("ids"), edges.c.target_id == _any("ids"))
+            found_edges = self._read_edges(conn, among, {"ids": ids}) if ids else []
+        return Subgraph(nodes=reached, edges=tuple(sorted(found_edges, key=lambda e: e.key)))
+
+    def _neighbours(self, conn: Connection, frontier: list[int], seen: list[int]) -> list[tuple[str, int]]:
+        """``(name, id)`` of the nodes one edge away from ``frontier`` and not in ``seen``, by name."""
+        nodes, edges = self._t["nodes"], self._t["edges"]
+        near = sa.union(
+            select(edges.c.target_id).where(edges.c.source_id == _any("frontier")),
+            select(edges.c.source_id).where(edges.c.target_id == _any("frontier")),
+        )
+        query = select(nodes.c.name, nodes.c.id).where(nodes.c.id.in_(near), ~(nodes.c.id == _any("seen")))
+        return sorted(tuple(row) for row in conn.execute(query, {"frontier": frontier, "seen": seen}))
