@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mx_rag.chain.base import Chain
+    from mx_rag.chain.graph_text_to_text import GraphRagText2TextChain
     from mx_rag.chain.img_to_img import Img2ImgChain
     from mx_rag.chain.parallel_text_to_text import ParallelText2TextChain
     from mx_rag.chain.single_text_to_text import SingleText2TextChain
@@ -16,12 +17,20 @@ if TYPE_CHECKING:
 _LAZY = {
     "Chain": "mx_rag.chain.base",
     "SingleText2TextChain": "mx_rag.chain.single_text_to_text",
+    "GraphRagText2TextChain": "mx_rag.chain.graph_text_to_text",
     "ParallelText2TextChain": "mx_rag.chain.parallel_text_to_text",
     "Text2ImgChain": "mx_rag.chain.text_to_img",
     "Img2ImgChain": "mx_rag.chain.img_to_img",
 }
 
-__all__ = ["Chain", "Img2ImgChain", "ParallelText2TextChain", "SingleText2TextChain", "Text2ImgChain"]
+__all__ = [
+    "Chain",
+    "GraphRagText2TextChain",
+    "Img2ImgChain",
+    "ParallelText2TextChain",
+    "SingleText2TextChain",
+    "Text2ImgChain",
+]
 
 
 def __getattr__(name: str) -> Any:

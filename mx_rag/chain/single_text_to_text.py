@@ -140,3 +140,13 @@ class SingleText2TextChain(Chain):
         if sources is not None:
             result["source_documents"] = sources
         return result
+
+
+def __getattr__(name: str) -> Any:
+    # GraphRagText2TextChain lives in graph_text_to_text (which imports this module); the
+    # documented import path is this module.
+    if name == "GraphRagText2TextChain":
+        from mx_rag.chain.graph_text_to_text import GraphRagText2TextChain
+
+        return GraphRagText2TextChain
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

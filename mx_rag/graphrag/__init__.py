@@ -19,9 +19,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mx_rag.graphrag.extraction import Chunk, Entity, Extraction, Extractor, Relation
     from mx_rag.graphrag.graph_store import Edge, GraphStore, Node, Subgraph
-    from mx_rag.graphrag.pipeline import GraphRAGPipeline
+    from mx_rag.graphrag.json_repair import loads_tolerant
+    from mx_rag.graphrag.llm_extractor import LLMExtractor
+    from mx_rag.graphrag.merge import normalise_name
+    from mx_rag.graphrag.networkx_store import NetworkxGraphStore
+    from mx_rag.graphrag.pipeline import BuildEstimate, GraphRAGPipeline
+    from mx_rag.graphrag.retriever import GraphRetriever
 
 _LAZY = {
+    "BuildEstimate": "mx_rag.graphrag.pipeline",
+    "GraphRetriever": "mx_rag.graphrag.retriever",
+    "LLMExtractor": "mx_rag.graphrag.llm_extractor",
+    "NetworkxGraphStore": "mx_rag.graphrag.networkx_store",
+    "loads_tolerant": "mx_rag.graphrag.json_repair",
+    "normalise_name": "mx_rag.graphrag.merge",
     "Chunk": "mx_rag.graphrag.extraction",
     "Edge": "mx_rag.graphrag.graph_store",
     "Entity": "mx_rag.graphrag.extraction",
@@ -35,16 +46,22 @@ _LAZY = {
 }
 
 __all__ = [
+    "BuildEstimate",
     "Chunk",
     "Edge",
     "Entity",
     "Extraction",
     "Extractor",
     "GraphRAGPipeline",
+    "GraphRetriever",
     "GraphStore",
+    "LLMExtractor",
+    "NetworkxGraphStore",
     "Node",
     "Relation",
     "Subgraph",
+    "loads_tolerant",
+    "normalise_name",
 ]
 
 

@@ -3,43 +3,106 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
+from langchain_core.embeddings import Embeddings
 
-    from mx_rag.graphrag.extraction import Extractor
-    from mx_rag.graphrag.graph_store import GraphStore
-    from mx_rag.llm.text2text import Text2TextLLM
-    from mx_rag.reranker.reranker import Reranker
-    from mx_rag.storage.vectorstore.vectorstore import VectorStore
+from mx_rag.document.doc_loader_mng import LoaderMng
+from mx_rag.errors import KnowledgeError, ParameterError
+from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
+from mx_rag.graphrag.graph_store import GraphStore
+from mx_rag.graphrag.llm_extractor import MAX_WORKERS, LLMExtractor
+from mx_rag.graphrag.merge import to_records
+from mx_rag.graphrag.registry import ChunkRecord, ChunkRegistry, chunk_id, content_hash
+from mx_rag.graphrag.retriever import GraphRetriever
+from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.reranker.reranker import Reranker
+from mx_rag.storage.vectorstore.vectorstore import VectorStore
+from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_number, check_pattern, fail
+from mx_rag.utils.common import MAX_BATCH_SIZE, TEXT_MAX_LEN, Lang
+from mx_rag.utils.file_check import check_dir, check_path
 
-__all__ = ["GraphRAGPipeline"]
+__all__ = ["BuildEstimate", "GraphRAGPipeline"]
+
+logger = logging.getLogger(__name__)
+
+GRAPH_TYPES = ("networkx", "postgres")
+MAX_DIM = 1024 * 1024
+MAX_FILES = 100
+MAX_TOP_K = 1000
+MAX_DEPTH = 5
+MAX_NODES = 100_000
+GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
+_BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm")
+
+
+@dataclass(frozen=True)
+class BuildEstimate:
+    """What ``build_graph`` will cost for the uploaded documents (token counts are approximate).
+
+    Attributes:
+        documents: uploaded documents that are new or changed.
+        chunks: their chunks.
+        chunks_to_extract: chunks whose text was never extracted before (the rest come from the
+            cache).
+        llm_calls: LLM calls (0 with a custom ``extractor``; JSON repair calls not counted).
+        prompt_tokens / completion_tokens: approximate tokens sent and generated.
+    """
+
+    documents: int
+    chunks: int
+    chunks_to_extract: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class GraphRAGPipeline:
     """Build a knowledge graph from documents with an LLM and retrieve from it.
 
+    ``upload_files`` loads and splits documents; ``build_graph`` extracts entities and relations
+    from each new chunk (one LLM call per chunk, cached by text hash), merges them into the
+    graph, and embeds new node names; ``as_retriever`` gives a ``GraphRetriever``. Building again
+    after more uploads extends the graph; ``delete_document`` removes what only one document
+    supported. Files in ``work_dir``: ``<graph_name>.json`` (graph), ``<graph_name>_chunks.json``
+    (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings).
+
     Args:
-        work_dir: an existing directory for the graph's files (``<graph_name>.json``, ...).
+        work_dir: an existing directory for the graph's files.
         llm: a ``Text2TextLLM`` that extracts entities and relations; may be None when an
             ``extractor`` is given.
-        embedding_model: a LangChain ``Embeddings`` embedding node names and questions.
+        embedding_model: a LangChain ``Embeddings`` for node names and questions.
         dim: the embedding dimension, 1 to 1 MiB.
         rerank_model: optional ``Reranker`` applied to the retrieved contexts.
         graph_type: ``"networkx"`` (a file in ``work_dir``) or ``"postgres"`` (pass
             ``graph_store=``).
         graph_name: a Python identifier of 1 to 255 characters prefixing the files.
-        encrypt_fn / decrypt_fn: optional ``str -> str`` applied to the files written / read.
+        encrypt_fn / decrypt_fn: optional ``str -> str`` applied to the JSON files written / read.
 
     Keyword Args:
-        extractor: an ``Extractor`` used instead of the LLM extraction.
+        extractor: an ``Extractor`` used instead of ``LLMExtractor``.
         graph_store: a ``GraphStore`` used instead of the one ``graph_type`` names.
-        node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS``
-            file ``<graph_name>_node_vectors.index`` in ``work_dir``).
-        devs: accepted for compatibility (``[device id]`` of the default vector store).
+        node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS`` file).
+        devs: ``[device id]`` of the default ``MindFAISS`` (GPU where faiss has one). Default [0].
+
+    Other keyword arguments raise ``ParameterError``.
+
+    Example:
+        >>> pipeline = GraphRAGPipeline("/data/graph", llm, TextEmbedding("all-MiniLM-L6-v2"), 384)
+        >>> pipeline.upload_files(["/data/docs/a.txt"], LoaderMng.with_defaults())
+        >>> pipeline.estimate_build().llm_calls
+        12
+        >>> pipeline.build_graph(Lang.EN, max_workers=8)
+        >>> pipeline.retrieve_graph("Who founded Acme?")
     """
 
     def __init__(
@@ -59,4 +122,274 @@ class GraphRAGPipeline:
         node_vector_store: VectorStore | None = None,
         **kwargs: Any,
     ) -> None:
-        raise NotImplementedError("GraphRAGPipeline is being built (issue 5)")
+        self._work_dir = check_dir("work_dir", work_dir)
+        self._llm = None if llm is None else check_instance("llm", llm, Text2TextLLM)
+        self._embedding = check_instance("embedding_model", embedding_model, Embeddings)
+        self._dim = check_int("dim", dim, 1, MAX_DIM)
+        self._reranker = None if rerank_model is None else check_instance("rerank_model", rerank_model, Reranker)
+        graph_type = check_choice("graph_type", graph_type, GRAPH_TYPES)
+        self._name = check_pattern("graph_name", graph_name, GRAPH_NAME_PATTERN)
+        for name, fn in (("encrypt_fn", encrypt_fn), ("decrypt_fn", decrypt_fn)):
+            if fn is not None and not callable(fn):
+                raise fail(name, fn, "None or a callable str -> str")
+        if extractor is not None and not isinstance(extractor, Extractor):
+            raise fail("extractor", extractor, "an Extractor (an object with extract(chunks))")
+        if extractor is None and self._llm is None:
+            raise ParameterError("llm must be a Text2TextLLM when no extractor is given, got None")
+        self._extractor = extractor
+        devs = kwargs.pop("devs", [0])
+        if kwargs:
+            raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
+                                 "node_vector_store, devs")
+        self._graph = self._open_graph(graph_type, graph_store, encrypt_fn, decrypt_fn)
+        self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
+        self._vectors = self._open_vectors(node_vector_store, devs)
+        self._pending: dict[str, list[ChunkRecord]] = {}
+        self._lock = threading.RLock()
+
+    # -- construction ----------------------------------------------------------------------------
+
+    def _file(self, suffix: str) -> Path:
+        return self._work_dir / f"{self._name}{suffix}"
+
+    def _open_graph(
+        self, graph_type: str, store: GraphStore | None, encrypt_fn: Any, decrypt_fn: Any
+    ) -> GraphStore:
+        if store is not None:
+            return check_instance("graph_store", store, GraphStore)
+        if graph_type != "networkx":
+            raise ParameterError(f"graph_type {graph_type!r} needs graph_store=, a GraphStore of that type")
+        from mx_rag.graphrag.networkx_store import NetworkxGraphStore
+
+        return NetworkxGraphStore(self._file(".json"), encrypt_fn, decrypt_fn)
+
+    def _open_vectors(self, store: VectorStore | None, devs: Any) -> VectorStore:
+        if store is not None:
+            return check_instance("node_vector_store", store, VectorStore)
+        from mx_rag.storage.vectorstore.faiss_npu import MindFAISS
+
+        return MindFAISS(x_dim=self._dim, devs=devs, load_local_index=self._file("_node_vectors.index"),
+                         metric_type="COSINE", auto_save=False)
+
+    @property
+    def graph(self) -> GraphStore:
+        """The graph store (read it; write through the pipeline)."""
+        return self._graph
+
+    # -- upload ----------------------------------------------------------------------------------
+
+    def upload_files(self, file_list: Sequence[str | Path], loader_mng: LoaderMng) -> None:
+        """Load and split 1 to 100 files for the next ``build_graph``.
+
+        A file uploaded again replaces its earlier version at the next build (unchanged chunks
+        are not extracted again). A file that cannot be loaded raises (``DocumentError``,
+        ``UnsupportedFileTypeError``, ``ParameterError``) and nothing of this call is kept.
+        """
+        check_instance("loader_mng", loader_mng, LoaderMng)
+        if not isinstance(file_list, (list, tuple)) or not 1 <= len(file_list) <= MAX_FILES:
+            raise fail("file_list", file_list, f"a list of 1 to {MAX_FILES} file paths")
+        staged: dict[str, list[ChunkRecord]] = {}
+        for path in file_list:
+            document = str(check_path("file_list item", path))
+            docs = loader_mng.load_and_split(document)
+            staged[document] = [
+                ChunkRecord(chunk_id(document, i, d.page_content), document, d.page_content,
+                            content_hash(d.page_content), dict(d.metadata))
+                for i, d in enumerate(docs)
+            ]
+        with self._lock:
+            self._pending.update(staged)
+
+    # -- build -----------------------------------------------------------------------------------
+
+    def build_graph(self, lang: Lang = Lang.EN, **kwargs: Any) -> None:
+        """Extract the uploaded documents into the graph and embed the new nodes.
+
+        Keyword Args:
+            max_workers: concurrent LLM calls, 1 to 512. Default 5.
+            batch_size: chunks extracted (and node names embedded) per batch, 1 to 1024; the
+                extraction cache is saved after each batch, so a failed build resumes. Default 32.
+            prompt: extraction prompt containing ``{text}`` (default: built in, per ``lang``).
+            llm_config: ``LLMParameterConfig`` of extraction calls (default temperature 0).
+            repair_with_llm: one more LLM call per unreadable answer. Default False.
+
+        Raises:
+            KnowledgeError: nothing was uploaded since the last build.
+            RemoteError: an LLM call failed (chunks extracted so far stay cached).
+        """
+        batch_size = check_int("batch_size", kwargs.get("batch_size", 32), 1, MAX_BATCH_SIZE)
+        extractor = self._build_extractor(lang, kwargs)
+        with self._lock:
+            pending = dict(self._pending)
+            if not pending:
+                raise KnowledgeError("no documents to build: call upload_files first")
+            changed = self._changed(pending)
+            self._extract_missing([c for chunks in changed.values() for c in chunks], extractor, batch_size)
+            self._merge(changed)
+            self._sync_vectors(batch_size)
+            for document in pending:
+                self._pending.pop(document, None)
+        logger.info("graph %s: %d nodes, %d edges", self._name, self._graph.count_nodes(), self._graph.count_edges())
+
+    def estimate_build(self, lang: Lang = Lang.EN, **kwargs: Any) -> BuildEstimate:
+        """What ``build_graph(lang, **kwargs)`` would cost now, without calling any model."""
+        extractor = self._build_extractor(lang, kwargs)
+        with self._lock:
+            changed = self._changed(dict(self._pending))
+        chunks = [c for records in changed.values() for c in records]
+        todo = self._uncached(chunks)
+        calls = prompt = completion = 0
+        if isinstance(extractor, LLMExtractor):
+            calls, prompt, completion = extractor.estimate([Chunk(c.id, c.text) for c in todo])
+        return BuildEstimate(len(changed), len(chunks), len(todo), calls, prompt, completion)
+
+    def _build_extractor(self, lang: Any, kwargs: dict[str, Any]) -> Extractor:
+        check_instance("lang", lang, Lang)
+        unknown = set(kwargs) - set(_BUILD_KEYS)
+        if unknown:
+            raise ParameterError(f"unknown build_graph arguments {sorted(unknown)}; accepted: {list(_BUILD_KEYS)}")
+        if self._extractor is not None:
+            return self._extractor
+        assert self._llm is not None
+        return LLMExtractor(
+            self._llm, lang, max_workers=check_int("max_workers", kwargs.get("max_workers", 5), 1, MAX_WORKERS),
+            prompt=kwargs.get("prompt"), llm_config=kwargs.get("llm_config"),
+            repair_with_llm=kwargs.get("repair_with_llm", False),
+        )
+
+    def _changed(self, pending: dict[str, list[ChunkRecord]]) -> dict[str, list[ChunkRecord]]:
+        """The pending documents that are new or whose chunks differ from the built version."""
+        built = set(self._registry.documents())
+        return {d: chunks for d, chunks in pending.items()
+                if d not in built or self._registry.chunk_ids(d) != [c.id for c in chunks]}
+
+    def _uncached(self, chunks: list[ChunkRecord]) -> list[ChunkRecord]:
+        todo: dict[str, ChunkRecord] = {}
+        for chunk in chunks:
+            if chunk.hash not in todo and self._registry.cached(chunk.hash) is None:
+                todo[chunk.hash] = chunk
+        return list(todo.values())
+
+    def _extract_missing(self, chunks: list[ChunkRecord], extractor: Extractor, batch_size: int) -> None:
+        todo = self._uncached(chunks)
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            results = extractor.extract([Chunk(c.id, c.text) for c in batch])
+            if not isinstance(results, list) or len(results) != len(batch):
+                raise ParameterError(f"extractor.extract must return a list of {len(batch)} Extraction "
+                                     f"objects (one per chunk), got {type(results).__name__} {results!r:.80}")
+            for result in results:
+                check_instance("extractor result", result, Extraction)
+            self._registry.cache({c.hash: r for c, r in zip(batch, results, strict=True)})
+            self._registry.save()
+            logger.info("extracted %d of %d new chunks", min(start + batch_size, len(todo)), len(todo))
+
+    def _merge(self, changed: dict[str, list[ChunkRecord]]) -> None:
+        pairs: list[tuple[str, Extraction]] = []
+        for chunks in changed.values():
+            pairs += [(c.id, self._registry.cached(c.hash) or Extraction()) for c in chunks]
+        nodes, edges = to_records(pairs)
+        with self._graph.batch():
+            old = [i for d in changed for i in self._registry.chunk_ids(d)]
+            self._graph.remove_sources(old)
+            self._graph.upsert_nodes(nodes)
+            self._graph.upsert_edges(edges)
+        for document, chunks in changed.items():
+            self._registry.put_document(document, chunks)
+        self._registry.save()
+
+    def _sync_vectors(self, batch_size: int) -> None:
+        """Embed nodes that have no vector yet; drop vectors of deleted nodes (keyed by Node.id)."""
+        labels = {node.id: node.label for node in self._graph.iter_nodes()}
+        stored = set(self._vectors.get_all_ids())
+        stale = sorted(stored - labels.keys())
+        if stale:
+            self._vectors.delete(stale)
+        missing = sorted(labels.keys() - stored)
+        for start in range(0, len(missing), batch_size):
+            ids = missing[start : start + batch_size]
+            self._vectors.add(ids, self._embedding.embed_documents([labels[i] for i in ids]))
+        self._vectors.save_local()
+
+    # -- delete ----------------------------------------------------------------------------------
+
+    def documents(self) -> list[str]:
+        """The documents built into the graph (resolved paths)."""
+        return self._registry.documents()
+
+    def delete_document(self, path: str | Path) -> list[str]:
+        """Remove a document: its chunks, and every node, edge, description and node vector only
+        it supported. The file itself need not exist any more.
+
+        Returns:
+            the names of the deleted nodes, sorted.
+
+        Raises:
+            KnowledgeError: the document is neither built into the graph nor uploaded.
+        """
+        document = str(check_path("path", path))
+        with self._lock:
+            staged = self._pending.pop(document, None)
+            ids = self._registry.chunk_ids(document)
+            if not ids and document not in self._registry.documents():
+                if staged is not None:
+                    return []
+                raise KnowledgeError(f"document {document!r} is not in graph {self._name!r}")
+            with self._graph.batch():
+                removed = self._graph.remove_sources(ids)
+            self._registry.remove_document(document)
+            self._registry.save()
+            self._sync_vectors(MAX_BATCH_SIZE)
+        return removed
+
+    # -- retrieval -------------------------------------------------------------------------------
+
+    def as_retriever(self, **kwargs: Any) -> GraphRetriever:
+        """A ``GraphRetriever`` over this graph.
+
+        Keyword Args:
+            use_text: return chunk texts (True, default) or ``"u relation v"`` triples.
+            retrieval_top_k: nearest nodes linked per question (and entity), 1 to 1000. Default 40.
+            reranker_top_k: contexts kept, 1 to 1000. Default 20.
+            subgraph_depth: hops of expansion, 1 to 5. Default 2.
+            similarity_tail_threshold: minimum similarity of a linked node, [0, 1]. Default 0.0.
+            use_llm_entities: also ask the LLM for the question's entities. Default False.
+            max_nodes: nodes reached at most, 1 to 100000. Default 200.
+            max_context_chars: total characters of the contexts (at least one is kept), 1 to
+                1,000,000. Default 20000.
+            lang: ``Lang`` of the question-entity prompt. Default ``Lang.EN``.
+            batch_size: accepted for compatibility (1 to 1024); unused.
+        """
+        options = dict(kwargs)
+        check_int("batch_size", options.pop("batch_size", 4), 1, MAX_BATCH_SIZE)
+        fields: dict[str, Any] = {
+            "use_text": check_bool("use_text", options.pop("use_text", True)),
+            "retrieval_top_k": check_int("retrieval_top_k", options.pop("retrieval_top_k", 40), 1, MAX_TOP_K),
+            "reranker_top_k": check_int("reranker_top_k", options.pop("reranker_top_k", 20), 1, MAX_TOP_K),
+            "subgraph_depth": check_int("subgraph_depth", options.pop("subgraph_depth", 2), 1, MAX_DEPTH),
+            "similarity_tail_threshold": check_number(
+                "similarity_tail_threshold", options.pop("similarity_tail_threshold", 0.0), 0.0, 1.0),
+            "use_llm_entities": check_bool("use_llm_entities", options.pop("use_llm_entities", False)),
+            "max_nodes": check_int("max_nodes", options.pop("max_nodes", 200), 1, MAX_NODES),
+            "max_context_chars": check_int("max_context_chars", options.pop("max_context_chars", 20_000),
+                                           1, TEXT_MAX_LEN),
+            "lang": check_instance("lang", options.pop("lang", Lang.EN), Lang),
+        }
+        if options:
+            raise ParameterError(f"unknown as_retriever arguments {sorted(options)}")
+        if fields["use_llm_entities"] and self._llm is None:
+            raise ParameterError("use_llm_entities=True needs the pipeline's llm, which is None")
+        return GraphRetriever.from_embeddings(
+            self._embedding, graph=self._graph, node_vectors=self._vectors, registry=self._registry,
+            llm=self._llm, reranker=self._reranker, **fields,
+        )
+
+    def retrieve_graph(self, question: str, **kwargs: Any) -> list[str]:
+        """The context strings for ``question`` (``as_retriever(**kwargs)``'s page contents).
+
+        Raises:
+            KnowledgeError: the graph is empty (build it first).
+        """
+        if self._graph.count_nodes() == 0:
+            raise KnowledgeError(f"graph {self._name!r} is empty: upload files and call build_graph first")
+        return [doc.page_content for doc in self.as_retriever(**kwargs).invoke(question)]
