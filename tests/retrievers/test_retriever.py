@@ -5,12 +5,12 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event
 
 from mx_rag.errors import ParameterError
 from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
+from tests.storage.document_store.helpers import recorded_selects
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "multihop" / "hotpotqa_sample.json"
 
@@ -97,17 +97,11 @@ def test_stored_metadata_is_never_mutated(corpus, emb) -> None:  # type: ignore[
     assert "score" not in before
 
 
-def test_one_docstore_query_per_search(corpus, emb) -> None:  # type: ignore[no-untyped-def]
+def test_one_docstore_query_per_search(corpus, emb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     _, docstore, _ = corpus
-    statements: list[str] = []
-    engine = docstore._engine  # counting SQL statements on the real engine
-    listener = lambda *args: statements.append(args[2])  # noqa: E731
-    event.listen(engine, "before_cursor_execute", listener)
-    try:
+    with recorded_selects(docstore, monkeypatch) as selects:  # counted at the real driver's cursor
         retriever(corpus, emb, k=10).invoke("Which company was founded first?")
-    finally:
-        event.remove(engine, "before_cursor_execute", listener)
-    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
+    assert len(selects) == 1
 
 
 @pytest.mark.parametrize(

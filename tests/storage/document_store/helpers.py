@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from mx_rag.storage.document_store.sql_storage import _SqlDocstore
@@ -39,3 +42,42 @@ def excerpt() -> list[dict[str, str]]:
     """Paragraphs of the Debian Reference: ``section``, ``lang`` (en, zh), ``title``, ``text``."""
     lines = (DATA / "debian_reference_excerpt.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+class _CountingCursor:
+    """A driver cursor that records each statement before running it."""
+
+    def __init__(self, cursor: Any, statements: list[str]) -> None:
+        self._cursor, self._statements = cursor, statements
+
+    def execute(self, statement: str, *args: Any) -> Any:
+        self._statements.append(statement)
+        return self._cursor.execute(statement, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+@contextmanager
+def recorded_selects(store: _SqlDocstore, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every SELECT the store sends to its database driver while the block runs.
+
+    Counted at the driver's cursor, below SQLAlchemy, so statements the store runs on a raw pooled
+    connection (its ``search_many`` hot path) are counted as well as Core ones.
+    """
+    statements: list[str] = []
+    with monkeypatch.context() as patch:
+        pooled = store.engine.raw_connection
+
+        def counting_connection() -> Any:
+            connection = pooled()
+            cursor_of = connection.cursor
+            connection.cursor = lambda *args, **kwargs: _CountingCursor(cursor_of(*args, **kwargs), statements)
+            return connection
+
+        patch.setattr(store.engine, "raw_connection", counting_connection)
+        selects: list[str] = []
+        try:
+            yield selects
+        finally:
+            selects.extend(s for s in statements if s.lstrip().upper().startswith("SELECT"))

@@ -12,7 +12,7 @@ from sqlalchemy import event, text
 from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.document_store import Docstore, MxDocument
 from mx_rag.storage.document_store.sql_storage import _SqlDocstore
-from tests.storage.document_store.helpers import MakeStore, decrypt, encrypt, indexed_rows
+from tests.storage.document_store.helpers import MakeStore, decrypt, encrypt, indexed_rows, recorded_selects
 
 TRICKY = [
     MxDocument("plain ASCII text", {"source": "/docs/a.txt", "page": 1}, "a.txt"),
@@ -142,22 +142,14 @@ def test_database_failure_mid_add_rolls_back(store: _SqlDocstore, fail_on: str) 
     assert store.count() == 2 and indexed_rows(store) == 2 and store.get_all_document_id() == [1]
 
 
-def test_search_many_is_one_query(store: _SqlDocstore) -> None:
+def test_search_many_is_one_query(store: _SqlDocstore, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = store.add(chunks(60), document_id=1)
-    selects: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            selects.append(statement)
-
-    event.listen(store.engine, "before_cursor_execute", record)
-    try:
+    with recorded_selects(store, monkeypatch) as one_list:
         found = store.search_many(ids[::-1])
-        one = len(selects)
+    with recorded_selects(store, monkeypatch) as selects:
         store.search_many(list(range(1, 10_002)))  # more than one IN list
-    finally:
-        event.remove(store.engine, "before_cursor_execute", record)
-    assert len(found) == 60 and one == 1 and len(selects) == 3
+    one = len(one_list)
+    assert len(found) == 60 and one == 1 and len(selects) == 2
 
 
 def test_concurrent_adds_get_disjoint_ids(store: _SqlDocstore) -> None:
