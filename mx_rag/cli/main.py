@@ -212,6 +212,9 @@ def _register_rag_commands() -> None:
     from mx_rag.cli import serve
 
     app.command("serve-retrieval")(serve.serve_retrieval)
+    from mx_rag.cli import corag
+
+    app.add_typer(corag.app, name="corag")
 
 
 _register_rag_commands()
