@@ -211,7 +211,9 @@ def evaluate(
     if limit is not None and limit < 1:
         _fail(ParameterError(f"--limit must be >= 1, got {limit}"))
     threads = num_threads if num_threads is not None else (REMOTE_THREADS if llm_url else EMBEDDED_PARALLEL)
-    report_path = save_file or workdir / f"{eval_file.stem}-report.json"
+    # absolute paths: the SDK's file checks refuse '..' components, which users type all the time
+    eval_file, workdir = eval_file.resolve(), workdir.resolve()
+    report_path = save_file.resolve() if save_file else workdir / f"{eval_file.stem}-report.json"
     try:
         report = _run(eval_file, report_path, retrieval_url, workdir, embedding, llm_url, llm_model, threads,
                       max_path_length, limit, naive, recall, num_contexts, top_k, max_tokens, ctx, early_stop)

@@ -90,8 +90,10 @@ def test_builds_a_knowledge_base_from_the_file_and_reuses_it(tmp_path: Path) -> 
         assert [p.name for p in workdir.iterdir() if p.name.startswith("kb-")] != []
         assert not [p for p in workdir.iterdir() if p.name.startswith(".")]  # no temporary files left
 
-        second = invoke(str(eval_file), "--llm-url", url, "--workdir", str(workdir), "--no-naive", "--no-recall",
-                        "--max-path-length", "1", "--save-file", str(report_file))
+        (tmp_path / "sub").mkdir()
+        dotted = tmp_path / "sub" / ".." / "hotpot.json"  # '..' is fine on the command line
+        second = invoke(str(dotted), "--llm-url", url, "--workdir", str(workdir), "--no-naive", "--no-recall",
+                        "--max-path-length", "1", "--save-file", str(tmp_path / "sub" / ".." / "out" / "report.json"))
     assert second.exit_code == 0, second.output
     assert "reusing" in second.stderr and "embedding" not in second.stderr
     summary = json.loads(second.stdout)
