@@ -160,7 +160,7 @@ def _grouped(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[int, tuple[Any, ..
 
 
 def _node(node_id: int, fields: tuple[Any, ...], descriptions: dict[str, str]) -> Node:
-    name, label, kind = fields
+    name, label, kind, _ = fields
     return Node(name, label=label, type=kind, descriptions=descriptions, id=node_id)
 
 
@@ -386,16 +386,23 @@ class PostgresGraphStore(GraphStore):
         return {name: node_id for name, node_id in conn.execute(select(nodes.c.name, nodes.c.id).where(*where),
                                                                  {"names": names})}  # fmt: skip
 
-    def _node_query(self) -> Any:
+    def _node_query(self, *where: Any) -> Any:
+        """Nodes (with ``graph_id``) and their sources, ordered by id: those of ``where``, else all
+        of this graph."""
         nodes, sources = self._t["nodes"], self._t["node_sources"]
         return (
-            select(nodes.c.id, nodes.c.name, nodes.c.label, nodes.c.type, sources.c.chunk_id, sources.c.description)
+            select(nodes.c.id, nodes.c.name, nodes.c.label, nodes.c.type, nodes.c.graph_id, sources.c.chunk_id,
+                   sources.c.description)
             .outerjoin(sources, sources.c.node_id == nodes.c.id)
-            .where(nodes.c.graph_id == self._graph_id)
+            .where(*(where or [nodes.c.graph_id == self._graph_id]))
             .order_by(nodes.c.id)
-        )
+        )  # fmt: skip
 
-    def _edge_query(self) -> Any:
+    def _edge_query(self, where: Any = None) -> Any:
+        """Edges with their sources, ordered by id: those of ``where``, else all of this graph.
+
+        A ``where`` on node ids needs no graph filter (node ids are unique across graphs), and
+        must not have one: without fresh statistics the planner would scan the graph's edges."""
         edges, sources = self._t["edges"], self._t["edge_sources"]
         head, tail = self._t["nodes"].alias("head"), self._t["nodes"].alias("tail")
         return (
@@ -403,16 +410,17 @@ class PostgresGraphStore(GraphStore):
             .join(tail, tail.c.id == edges.c.source_id)
             .join(head, head.c.id == edges.c.target_id)
             .outerjoin(sources, sources.c.edge_id == edges.c.id)
-            .where(edges.c.graph_id == self._graph_id)
+            .where(edges.c.graph_id == self._graph_id if where is None else where)
             .order_by(edges.c.id)
         )
 
     def _read_nodes(self, conn: Connection, where: Any, params: dict[str, Any]) -> list[Node]:
-        rows = conn.execute(self._node_query().where(where), params)
-        return [_node(node_id, fields, descs) for node_id, fields, descs in _grouped(rows)]
+        """This graph's nodes among those ``where`` selects."""
+        rows = conn.execute(self._node_query(where), params)
+        return [_node(i, fields, descs) for i, fields, descs in _grouped(rows) if fields[-1] == self._graph_id]
 
     def _read_edges(self, conn: Connection, where: Any, params: dict[str, Any]) -> list[Edge]:
-        rows = conn.execute(self._edge_query().where(where), params)
+        rows = conn.execute(self._edge_query(where), params)
         return [Edge(s, t, r, descs) for _, (s, t, r), descs in _grouped(rows)]
 
     def get_nodes(self, names: Iterable[str]) -> dict[str, Node]:
@@ -420,14 +428,16 @@ class PostgresGraphStore(GraphStore):
         if not wanted:
             return {}
         with self._reading("reading nodes") as conn:
-            found = self._read_nodes(conn, self._t["nodes"].c.name == _any("names", _TEXTS), {"names": wanted})
+            nodes = self._t["nodes"]
+            where = sa.and_(nodes.c.graph_id == self._graph_id, nodes.c.name == _any("names", _TEXTS))
+            found = self._read_nodes(conn, where, {"names": wanted})
         return {node.name: node for node in found}
 
     def get_nodes_by_id(self, ids: Iterable[int]) -> dict[int, Node]:
         wanted = [i for i in dict.fromkeys(ids) if isinstance(i, int) and 0 < i <= BIGINT_MAX]
         if not wanted:
             return {}
-        with self._reading("reading nodes") as conn:
+        with self._reading("reading nodes") as conn:  # by id alone: see _edge_query on the graph filter
             found = self._read_nodes(conn, self._t["nodes"].c.id == _any("ids"), {"ids": wanted})
         return {node.id: node for node in found}
 
@@ -475,7 +485,6 @@ class PostgresGraphStore(GraphStore):
         limit = BIGINT_MAX if max_nodes is None else max(0, max_nodes)
         reached: dict[str, int] = {}
         ids: list[int] = []
-        edges = self._t["edges"]
         with self._reading("expanding the graph", snapshot=True) as conn:
             found = self._ids_of(conn, start) if start else {}
             frontier = sorted(found.items())[:limit]
@@ -487,9 +496,21 @@ class PostgresGraphStore(GraphStore):
                 for name, node_id in frontier:
                     reached[name] = hop
                     ids.append(node_id)
-            among = sa.and_(edges.c.source_id == _any("ids"), edges.c.target_id == _any("ids"))
-            found_edges = self._read_edges(conn, among, {"ids": ids}) if ids else []
+            found_edges = self._edges_among(conn, dict(zip(ids, reached, strict=True))) if ids else []
         return Subgraph(nodes=reached, edges=tuple(sorted(found_edges, key=lambda e: e.key)))
+
+    def _edges_among(self, conn: Connection, names: dict[int, str]) -> list[Edge]:
+        """The edges with both ends in ``names`` (node id -> name), with their sources."""
+        edges, sources = self._t["edges"], self._t["edge_sources"]
+        query = (
+            select(edges.c.id, edges.c.source_id, edges.c.target_id, edges.c.relation, sources.c.chunk_id,
+                   sources.c.description)
+            .outerjoin(sources, sources.c.edge_id == edges.c.id)
+            .where(edges.c.source_id == _any("ids"), edges.c.target_id == _any("ids"))
+            .order_by(edges.c.id)
+        )  # fmt: skip
+        rows = conn.execute(query, {"ids": list(names)})
+        return [Edge(names[s], names[t], r, descs) for _, (s, t, r), descs in _grouped(rows)]
 
     def _neighbours(self, conn: Connection, frontier: list[int], seen: list[int]) -> list[tuple[str, int]]:
         """``(name, id)`` of the nodes one edge away from ``frontier`` and not in ``seen``, by name."""
