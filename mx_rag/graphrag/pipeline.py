@@ -83,12 +83,15 @@ class GraphRAGPipeline:
         embedding_model: a LangChain ``Embeddings`` for node names and questions.
         dim: the embedding dimension, 1 to 1 MiB.
         rerank_model: optional ``Reranker`` applied to the retrieved contexts.
-        graph_type: ``"networkx"`` (a file in ``work_dir``) or ``"postgres"`` (pass
-            ``graph_store=``).
-        graph_name: a Python identifier of 1 to 255 characters prefixing the files.
+        graph_type: ``"networkx"`` (a file in ``work_dir``) or ``"postgres"`` (a
+            ``PostgresGraphStore``; pass ``postgres_url=``). Chunks and node vectors stay in
+            ``work_dir`` either way.
+        graph_name: a Python identifier of 1 to 255 characters prefixing the files (and naming
+            the graph in PostgreSQL).
         encrypt_fn / decrypt_fn: optional ``str -> str`` applied to the JSON files written / read.
 
     Keyword Args:
+        postgres_url: SQLAlchemy URL of the database for ``graph_type="postgres"``.
         extractor: an ``Extractor`` used instead of ``LLMExtractor``.
         graph_store: a ``GraphStore`` used instead of the one ``graph_type`` names.
         node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS`` file).
@@ -138,10 +141,11 @@ class GraphRAGPipeline:
             raise ParameterError("llm must be a Text2TextLLM when no extractor is given, got None")
         self._extractor = extractor
         devs = kwargs.pop("devs", [0])
+        postgres_url = kwargs.pop("postgres_url", None)
         if kwargs:
             raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
-                                 "node_vector_store, devs")
-        self._graph = self._open_graph(graph_type, graph_store, encrypt_fn, decrypt_fn)
+                                 "node_vector_store, devs, postgres_url")
+        self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
         self._vectors = self._open_vectors(node_vector_store, devs)
         self._pending: dict[str, list[ChunkRecord]] = {}
@@ -153,12 +157,16 @@ class GraphRAGPipeline:
         return self._work_dir / f"{self._name}{suffix}"
 
     def _open_graph(
-        self, graph_type: str, store: GraphStore | None, encrypt_fn: Any, decrypt_fn: Any
+        self, graph_type: str, store: GraphStore | None, postgres_url: Any, encrypt_fn: Any, decrypt_fn: Any
     ) -> GraphStore:
         if store is not None:
             return check_instance("graph_store", store, GraphStore)
-        if graph_type != "networkx":
-            raise ParameterError(f"graph_type {graph_type!r} needs graph_store=, a GraphStore of that type")
+        if graph_type == "postgres":
+            if postgres_url is None:
+                raise ParameterError("graph_type 'postgres' needs postgres_url= (or graph_store=)")
+            from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
+
+            return PostgresGraphStore(postgres_url, self._name)
         from mx_rag.graphrag.networkx_store import NetworkxGraphStore
 
         return NetworkxGraphStore(self._file(".json"), encrypt_fn, decrypt_fn)

@@ -300,7 +300,7 @@ def test_a_wrong_extractor_result_is_refused(work_dir: Path, docs: dict[str, Pat
         ({"dim": 0}, "dim"),
         ({"graph_name": "1bad"}, "graph_name"),
         ({"graph_type": "neo4j"}, "graph_type"),
-        ({"graph_type": "postgres"}, "graph_store="),
+        ({"graph_type": "postgres"}, "postgres_url="),
         ({"colour": "blue"}, "unknown keyword arguments \\['colour'\\]"),
         ({"llm": None}, "llm must be"),
         ({"extractor": object()}, "extractor"),
@@ -354,3 +354,33 @@ def test_every_built_document_stays_cached(built: GraphRAGPipeline, docs: dict[s
         copies[-1].write_text(PARAGRAPHS[stem])
     built.upload_files(copies, loader_mng)
     assert built.estimate_build().llm_calls == 0
+
+
+def test_extraction_calls_run_concurrently_up_to_max_workers(work_dir: Path, docs: dict[str, Path],
+                                                             loader_mng: LoaderMng) -> None:
+    from mx_rag.llm import Text2TextLLM
+    from mx_rag.testing import HashEmbedding
+    from mx_rag.utils import ClientParam
+
+    from .conftest import RoutedServer, extraction_reply
+
+    lock = threading.Lock()
+    state = {"now": 0, "most": 0}
+
+    def slow(record: object) -> Reply | None:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        threading.Event().wait(0.2)
+        with lock:
+            state["now"] -= 1
+        return extraction_reply(record)  # type: ignore[arg-type]
+
+    with RoutedServer(slow) as srv:
+        llm = Text2TextLLM(base_url=srv.url("/v1/chat/completions"), model_name="scripted",
+                           client_param=ClientParam(use_http=True, retries=0))
+        pipeline = GraphRAGPipeline(work_dir, llm, HashEmbedding(DIM), DIM)
+        pipeline.upload_files(list(docs.values()), loader_mng)
+        pipeline.build_graph(max_workers=2)
+    assert 1 <= state["most"] <= 2
+    assert "columbus, ohio" in node_names(pipeline)  # each answer went to its own chunk
