@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import uuid
 from collections.abc import Iterator
 
@@ -223,3 +224,19 @@ def test_large_writes_and_streaming_reads(make_store: StoreFactory) -> None:
     assert len(store.expand(["n0"], depth=5).nodes) == 6
     removed = store.remove_sources([f"c{i}" for i in range(1, 7)])
     assert len(removed) == count - len(range(0, count, 7))
+
+
+def test_expand_in_sql_equals_the_generic_breadth_first(make_store: StoreFactory) -> None:
+    """The native expansion against ``GraphStore.expand`` (built on ``edges_of``) on a random graph."""
+    rng = random.Random(7)
+    store = make_store()
+    nodes = [f"n{i:02d}" for i in range(60)]
+    pairs = {(rng.choice(nodes), rng.choice(nodes)) for _ in range(120)}
+    with store.batch():
+        store.upsert_nodes([node(n, "c1") for n in nodes])
+        store.upsert_edges([edge(a, b, rng.choice("rs"), "c1") for a, b in pairs if a != b])
+    for _ in range(30):
+        start = rng.sample([*nodes, "missing"], rng.randint(1, 4))
+        depth, limit = rng.randint(0, 4), rng.choice([None, 1, 3, 10, 40])
+        native, generic = store.expand(start, depth, limit), GraphStore.expand(store, start, depth, limit)
+        assert list(native.nodes.items()) == list(generic.nodes.items()) and native.edges == generic.edges
