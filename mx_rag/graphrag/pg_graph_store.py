@@ -48,6 +48,10 @@ WRITE_ROWS = 10_000  # rows per statement of a bulk write
 STREAM_ROWS = 1_000  # rows fetched at a time by iter_nodes / iter_edges
 BIGINT_MAX = 2**63 - 1
 
+# isolation of reads: one SELECT sees one snapshot by itself (no BEGIN and COMMIT round trips);
+# several SELECTs share one in a REPEATABLE READ transaction; a server-side cursor needs a transaction
+ONE_STATEMENT, SNAPSHOT, CURSOR = "AUTOCOMMIT", "REPEATABLE READ", "READ COMMITTED"
+
 _IDS = ARRAY(BigInteger)
 _TEXTS = ARRAY(Text)
 
@@ -257,18 +261,19 @@ class PostgresGraphStore(GraphStore):
                     yield conn
 
     @contextlib.contextmanager
-    def _reading(self, action: str, *, snapshot: bool = False) -> Iterator[Connection]:
+    def _reading(self, action: str, isolation: str = ONE_STATEMENT) -> Iterator[Connection]:
         """A read: on the batch's connection in the thread running a batch (to see its writes),
-        else a fresh transaction (REPEATABLE READ with ``snapshot``: one view over several queries)."""
+        else a pooled connection with ``isolation`` (see ``ONE_STATEMENT``, ``SNAPSHOT``, ``CURSOR``)."""
         with self._errors(action):
             if self._batch is not None and self._batch_thread == threading.get_ident():
                 yield self._batch
                 return
-            conn = self._engine.connect()
-            if snapshot:
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn, conn.begin():
-                yield conn
+            with self._engine.connect().execution_options(isolation_level=isolation) as conn:
+                if isolation == ONE_STATEMENT:
+                    yield conn
+                    return
+                with conn.begin():
+                    yield conn
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -446,7 +451,7 @@ class PostgresGraphStore(GraphStore):
         if not wanted:
             return []
         edges = self._t["edges"]
-        with self._reading("reading edges", snapshot=True) as conn:
+        with self._reading("reading edges", SNAPSHOT) as conn:
             ids = list(self._ids_of(conn, wanted).values())
             where = sa.or_(edges.c.source_id == _any("ids"), edges.c.target_id == _any("ids"))
             return self._read_edges(conn, where, {"ids": ids}) if ids else []
@@ -459,7 +464,7 @@ class PostgresGraphStore(GraphStore):
 
     def _stream(self, query: Any) -> Iterator[Sequence[Any]]:
         """The rows of ``query``: fetched whole in a batch's thread, else through a server-side cursor."""
-        with self._reading("iterating the graph") as conn:
+        with self._reading("iterating the graph", CURSOR) as conn:
             if conn is self._batch:
                 yield from conn.execute(query).all()
                 return
@@ -485,7 +490,7 @@ class PostgresGraphStore(GraphStore):
         limit = BIGINT_MAX if max_nodes is None else max(0, max_nodes)
         reached: dict[str, int] = {}
         ids: list[int] = []
-        with self._reading("expanding the graph", snapshot=True) as conn:
+        with self._reading("expanding the graph", SNAPSHOT) as conn:
             found = self._ids_of(conn, start) if start else {}
             frontier = sorted(found.items())[:limit]
             for hop in range(depth + 1):
