@@ -86,6 +86,9 @@ class FaissIndex:
         self._gpu_res: Any = None
         self._gpu_device: int | None = None
         self._gpu_stale = True
+        # the selector of the last filtered search: callers pass the same read-only array for the
+        # same filter until its vectors change, so repeated filters skip rebuilding the id set
+        self._selector: tuple[np.ndarray, Any] | None = None
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -237,8 +240,16 @@ class FaissIndex:
             return self._exact_among(queries, k, allowed)
         if allowed is None and (replica := self._gpu_replica()) is not None:
             return replica.search(queries, k)
-        selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+        selector = self._selector_of(allowed) if allowed is not None else None
         return self.index.search(queries, k, params=self._search_params(k, selector))
+
+    def _selector_of(self, allowed: np.ndarray) -> Any:
+        cached = self._selector
+        if cached is not None and cached[0] is allowed and not allowed.flags.writeable:
+            return cached[1]
+        selector = faiss.IDSelectorBatch(allowed)
+        self._selector = (allowed, selector)
+        return selector
 
     def _exact_is_faster(self, allowed: int) -> bool:
         """Whether scanning only the ``allowed`` vectors beats the index's own filtered search."""

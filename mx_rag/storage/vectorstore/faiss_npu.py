@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 MAX_DIM = 1024 * 1024
 INDEX_TYPES = ("FLAT", "HNSW", "IVF")
 METRIC_TYPES = ("IP", "L2", "COSINE")
+_CACHED_FILTERS = 16  # multi-document filters whose id arrays are kept between searches
 
 
 def _faiss_backend() -> Any:
@@ -101,6 +102,7 @@ class MindFAISS(VectorStore):
         self._docs: dict[int, int] = {}
         self._by_doc: dict[int, set[int]] = {}
         self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
+        self._filter_arrays: dict[tuple[int, ...], np.ndarray] = {}  # the same for multi-document filters
         self._index: FaissIndex
         if self._path is not None and self._path.exists():
             self._load(backend, spec)
@@ -273,6 +275,7 @@ class MindFAISS(VectorStore):
             self._docs[vid] = doc
             self._by_doc.setdefault(doc, set()).add(vid)
             self._doc_arrays.pop(doc, None)
+        self._filter_arrays.clear()
 
     def _drop(self, ids: np.ndarray) -> None:
         self._index.remove(ids)
@@ -283,6 +286,7 @@ class MindFAISS(VectorStore):
             members.discard(vid)
             if not members:
                 del self._by_doc[doc]
+        self._filter_arrays.clear()
 
     def _restore(self, ids: np.ndarray, vectors: np.ndarray, tags: dict[int, int]) -> None:
         self._index.add(ids, vectors)
@@ -306,7 +310,15 @@ class MindFAISS(VectorStore):
                 arrays.append(array)
         if len(arrays) == 1:
             return arrays[0]
-        return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+        key = tuple(docs)
+        merged = self._filter_arrays.get(key)
+        if merged is None:
+            merged = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+            merged.flags.writeable = False
+            if len(self._filter_arrays) >= _CACHED_FILTERS:
+                self._filter_arrays.pop(next(iter(self._filter_arrays)))
+            self._filter_arrays[key] = merged
+        return merged
 
     def __repr__(self) -> str:
         where = self._path or "memory"

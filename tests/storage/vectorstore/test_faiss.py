@@ -259,6 +259,10 @@ def test_flat_filters_match_brute_force_on_both_search_paths(docs: list[int]) ->
     store.delete(list(range(140, 160)))  # document 7's cached id array must follow the delete
     _, after = store.search(queries, k=5, filter_dict={"document_id": [7]})
     assert after == [[], [], [], []]
+    store.add([5000], queries[:1], document_id=3)  # cached filters must follow adds too
+    _, again = store.search(queries, k=5, filter_dict={"document_id": docs})
+    assert 5000 in again[0] if 3 in docs else 5000 not in again[0]
+    assert all(i not in range(140, 160) for row in again for i in row)
 
 
 def test_cosine_normalises_without_touching_the_callers_array() -> None:
