@@ -48,6 +48,8 @@ WRITE_ROWS = 10_000  # rows per statement of a bulk write
 STREAM_ROWS = 1_000  # rows fetched at a time by iter_nodes / iter_edges
 BIGINT_MAX = 2**63 - 1
 
+EDGE_KEY = ("source_id", "target_id", "relation")
+
 # isolation of reads: one SELECT sees one snapshot by itself (no BEGIN and COMMIT round trips);
 # several SELECTs share one in a REPEATABLE READ transaction; a server-side cursor needs a transaction
 ONE_STATEMENT, SNAPSHOT, CURSOR = "AUTOCOMMIT", "REPEATABLE READ", "READ COMMITTED"
@@ -194,7 +196,7 @@ class PostgresGraphStore(GraphStore):
         >>> store.expand(["ada"], depth=2).nodes
         {'ada': 0}
         >>> pipeline = GraphRAGPipeline(work_dir, llm, embedding, 384, graph_type="postgres",
-        ...                             graph_store=store)
+        ...                             postgres_url=url)          # or graph_store=store
     """
 
     def __init__(
@@ -311,20 +313,19 @@ class PostgresGraphStore(GraphStore):
         merged = _merged_nodes(nodes)
         if not merged:
             return
-        items = [item for item, _ in merged.values()]
+        items = [merged[name][0] for name in sorted(merged)]  # one lock order for concurrent writers
+        columns: dict[str, list[Any]] = {name: [getattr(n, name) for n in items] for name in ("name", "label", "type")}
         with self._writing("adding nodes") as conn:
-            columns: dict[str, list[Any]] = {"name": [n.name for n in items], "label": [n.label for n in items],
-                       "type": [n.type for n in items]}  # fmt: skip
             _insert(conn, self._t["nodes"], self._graph_id, columns, ["graph_id", "name"])
             ids = self._ids_of(conn, list(merged))
             self._insert_sources(conn, "node", [(ids[n], descs) for n, (_, descs) in merged.items()])
 
     def _insert_sources(self, conn: Connection, kind: str, owners: list[tuple[int, dict[str, str]]]) -> None:
         """``(owner id, {chunk id: description})``; a chunk already there gets the new text."""
-        rows = [(owner, chunk, text) for owner, descs in owners for chunk, text in descs.items()]
+        rows = sorted((owner, chunk, text) for owner, descs in owners for chunk, text in descs.items())
         if rows:
-            columns: dict[str, list[Any]] = {f"{kind}_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
-                       "description": [r[2] for r in rows]}  # fmt: skip
+            names = (f"{kind}_id", "chunk_id", "description")
+            columns: dict[str, list[Any]] = {name: [row[i] for row in rows] for i, name in enumerate(names)}
             _insert(conn, self._t[f"{kind}_sources"], self._graph_id, columns, [f"{kind}_id", "chunk_id"],
                     update=["description"])  # fmt: skip
 
@@ -332,24 +333,30 @@ class PostgresGraphStore(GraphStore):
         merged = _merged_edges(edges)
         if not merged:
             return
-        table = self._t["edges"]
         with self._writing("adding edges") as conn:
-            ids = self._ids_of(conn, list({n for key in merged for n in key[:2]}))
+            ids = self._ids_of(conn, sorted({n for key in merged for n in key[:2]}))
             missing = sorted({n for key in merged for n in key[:2] if n not in ids})
             if missing:
                 raise StorageError(f"cannot add edges to nodes that are not stored: {missing[:5]}")
-            keys = [(ids[s], ids[t], r) for s, t, r in merged]
-            columns: dict[str, list[Any]] = {"source_id": [k[0] for k in keys], "target_id": [k[1] for k in keys],
-                       "relation": [k[2] for k in keys]}  # fmt: skip
-            _insert(conn, table, self._graph_id, columns, ["source_id", "target_id", "relation"])
-            edge_ids: dict[tuple[int, int, str], int] = {}
-            for start in range(0, len(keys), WRITE_ROWS):
-                part = {name: values[start : start + WRITE_ROWS] for name, values in columns.items()}
-                rows = _rows(table, part)
-                match = sa.and_(*(table.c[name] == rows.c[name] for name in part))
-                query = select(table.c.id, *(table.c[name] for name in part)).join(rows, match)
-                edge_ids.update({(s, t, r): i for i, s, t, r in conn.execute(query, part)})
-            self._insert_sources(conn, "edge", [(edge_ids[k], d) for k, d in zip(keys, merged.values(), strict=True)])
+            by_key = {(ids[s], ids[t], r): descs for (s, t, r), descs in merged.items()}
+            keys = sorted(by_key)  # one lock order for concurrent writers
+            columns: dict[str, list[Any]] = {name: [key[i] for key in keys] for i, name in enumerate(EDGE_KEY)}
+            _insert(conn, self._t["edges"], self._graph_id, columns, list(EDGE_KEY))
+            edge_ids = self._edge_ids(conn, columns)
+            self._insert_sources(conn, "edge", [(edge_ids[key], by_key[key]) for key in keys])
+
+    def _edge_ids(self, conn: Connection, columns: dict[str, list[Any]]) -> dict[tuple[int, int, str], int]:
+        """Edge id by ``(source_id, target_id, relation)``, for the keys held in ``columns``."""
+        table = self._t["edges"]
+        found: dict[tuple[int, int, str], int] = {}
+        for start in range(0, len(columns["relation"]), WRITE_ROWS):
+            part = {name: values[start : start + WRITE_ROWS] for name, values in columns.items()}
+            rows = _rows(table, part)
+            query = select(table.c.id, *(table.c[name] for name in EDGE_KEY)).join(
+                rows, sa.and_(*(table.c[name] == rows.c[name] for name in EDGE_KEY))
+            )
+            found.update({(s, t, r): i for i, s, t, r in conn.execute(query, part)})
+        return found
 
     def remove_sources(self, chunk_ids: Iterable[str]) -> list[str]:
         gone = list(dict.fromkeys(chunk_ids))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -240,3 +241,32 @@ def test_expand_in_sql_equals_the_generic_breadth_first(make_store: StoreFactory
         depth, limit = rng.randint(0, 4), rng.choice([None, 1, 3, 10, 40])
         native, generic = store.expand(start, depth, limit), GraphStore.expand(store, start, depth, limit)
         assert list(native.nodes.items()) == list(generic.nodes.items()) and native.edges == generic.edges
+
+
+def test_two_stores_on_one_graph_write_overlapping_batches_at_once(make_store: StoreFactory) -> None:
+    """Two stores (two pools, as two processes would have) merging the same nodes in opposite orders."""
+    first, second = make_store("shared"), make_store("shared")
+    names_ = [f"n{i:03d}" for i in range(200)]
+    errors: list[BaseException] = []
+
+    def write(store: GraphStore, order: list[str], chunk: str) -> None:
+        try:
+            for start in range(0, len(order), 20):
+                part = order[start : start + 20]
+                with store.batch():
+                    store.upsert_nodes([node(n, chunk) for n in part])
+                    store.upsert_edges([edge(a, b, "next", chunk) for a, b in itertools.pairwise(part)])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(first, names_, "c1")),
+               threading.Thread(target=write, args=(second, names_[::-1], "c2"))]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    stored = {n.name: n for n in first.iter_nodes()}
+    assert stored.keys() == set(names_) and all(n.sources == {"c1", "c2"} for n in stored.values())
+    assert len({n.id for n in stored.values()}) == len(names_)
+    assert second.count_edges() == 2 * (len(names_) - len(names_) // 20)
