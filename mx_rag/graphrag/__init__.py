@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mx_rag.graphrag.llm_extractor import LLMExtractor
     from mx_rag.graphrag.merge import normalise_name
     from mx_rag.graphrag.networkx_store import NetworkxGraphStore
+    from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
     from mx_rag.graphrag.pipeline import BuildEstimate, GraphRAGPipeline
     from mx_rag.graphrag.retriever import GraphRetriever
 
@@ -31,6 +32,7 @@ _LAZY = {
     "GraphRetriever": "mx_rag.graphrag.retriever",
     "LLMExtractor": "mx_rag.graphrag.llm_extractor",
     "NetworkxGraphStore": "mx_rag.graphrag.networkx_store",
+    "PostgresGraphStore": "mx_rag.graphrag.pg_graph_store",
     "loads_tolerant": "mx_rag.graphrag.json_repair",
     "normalise_name": "mx_rag.graphrag.merge",
     "Chunk": "mx_rag.graphrag.extraction",
@@ -58,6 +60,7 @@ __all__ = [
     "LLMExtractor",
     "NetworkxGraphStore",
     "Node",
+    "PostgresGraphStore",
     "Relation",
     "Subgraph",
     "loads_tolerant",
