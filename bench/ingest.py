@@ -415,7 +415,7 @@ def check_peer_packages(args: argparse.Namespace) -> None:
     if "docs" in args.corpora and peers and importlib.util.find_spec("docx2txt") is None:
         raise BenchError(
             f"docx2txt is not installed: the .docx loaders of {sorted(peers)} need it "
-            "(`.venv/bin/pip install docx2txt`; it is not in mxrag's `bench` extra)"
+            "(`.venv/bin/pip install docx2txt`, or the `bench` extra)"
         )
 
 
