@@ -17,15 +17,21 @@ serve``'s llama.cpp) is started for the run.
 
 The report is ``CoRagEvaluator.evaluate``'s: a JSON array, the summary first, then one record per
 question, written to ``--save-file``. The summary is printed on stdout as JSON; progress and
-notes go to stderr.
+notes go to stderr (a bar on a terminal, else one line per finished question).
+
+An evaluation is resumable: finished questions are kept in ``<save file>.partial.jsonl``, and
+running the same command again (same file, ``--limit`` and settings) runs only the questions not
+done yet, and those that failed. ``--restart`` discards the checkpoint and starts over.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -151,6 +157,22 @@ def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, pa
 # -- the command ----------------------------------------------------------------------------------
 
 
+@contextmanager
+def _evaluator_log() -> Iterator[None]:
+    """The evaluator's notes and per-question progress lines (``INFO``) on stderr for the block."""
+    log = logging.getLogger("mx_rag.corag.evaluator")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 def _selection(eval_file: Path, records: list[Any], limit: int | None, workdir: Path) -> tuple[Path, bool]:
     """The file to evaluate: ``eval_file`` itself, or a temporary copy of its first ``limit`` records."""
     if limit is None or limit >= len(records):
@@ -203,8 +225,16 @@ def evaluate(
     early_stop: Annotated[
         bool, typer.Option("--early-stop/--no-early-stop", help="Let the model end a path when it knows enough.")
     ] = True,
+    restart: Annotated[
+        bool, typer.Option("--restart", help="Ignore the checkpoint of an interrupted run and start over.")
+    ] = False,
 ) -> None:
-    """Evaluate CoRAG (and the naive baseline) on EVAL_FILE; print the summary as JSON."""
+    """Evaluate CoRAG (and the naive baseline) on EVAL_FILE; print the summary as JSON.
+
+    Resumable: finished questions are kept in SAVE_FILE.partial.jsonl, so running the same
+    command again after an interruption (same file, --limit and settings) runs only the questions
+    not done yet and those that failed. The checkpoint is removed once every question succeeded.
+    """
     from mx_rag.cli.main import _fail
     from mx_rag.errors import MxRagError, ParameterError
 
@@ -216,7 +246,8 @@ def evaluate(
     report_path = save_file.resolve() if save_file else workdir / f"{eval_file.stem}-report.json"
     try:
         report = _run(eval_file, report_path, retrieval_url, workdir, embedding, llm_url, llm_model, threads,
-                      max_path_length, limit, naive, recall, num_contexts, top_k, max_tokens, ctx, early_stop)
+                      max_path_length, limit, naive, recall, num_contexts, top_k, max_tokens, ctx, early_stop,
+                      restart)
     except MxRagError as exc:
         _fail(exc)
     _note(f"report: {report_path} ({len(report) - 1} questions)")
@@ -225,7 +256,8 @@ def evaluate(
 
 def _run(eval_file: Path, report_path: Path, retrieval_url: str | None, workdir: Path, embedding: str | None,
          llm_url: str | None, llm_model: str, threads: int, max_path_length: int, limit: int | None, naive: bool,
-         recall: bool, num_contexts: int, top_k: int, max_tokens: int, ctx: int, early_stop: bool) -> list[Any]:
+         recall: bool, num_contexts: int, top_k: int, max_tokens: int, ctx: int, early_stop: bool,
+         restart: bool) -> list[Any]:
     from mx_rag.corag.config import MAX_THREADS, CoRagBaseConfig
     from mx_rag.corag.datasets import load_records
     from mx_rag.corag.evaluator import CoRagEvaluator
@@ -242,8 +274,10 @@ def _run(eval_file: Path, report_path: Path, retrieval_url: str | None, workdir:
                                      retrieve_top_k=top_k, client_param=ClientParam(use_http=True, timeout=120),
                                      context_tokens=ctx, early_stop=early_stop)
             _note(f"evaluating {min(limit or len(records), len(records))} questions with {threads} threads")
-            return CoRagEvaluator(config).evaluate(str(selected), str(report_path), calc_recall=recall,
-                                                   enable_naive_retrieval=naive, num_contexts=num_contexts)
+            with _evaluator_log():
+                return CoRagEvaluator(config).evaluate(str(selected), str(report_path), calc_recall=recall,
+                                                       enable_naive_retrieval=naive, num_contexts=num_contexts,
+                                                       restart=restart)
     finally:
         if temporary:
             selected.unlink(missing_ok=True)

@@ -21,6 +21,17 @@ Recall, two measures:
 Every record counts: a question whose CoRAG run fails (or an invalid record) is wrong for CoRAG
 and stays in every denominator; its record carries ``error``.
 
+Resuming: each finished question is appended (flushed and fsynced) to a checkpoint next to the
+report, ``<save_file>.partial.jsonl``, whose first line pins the eval file's content and the
+settings that change results. A later ``evaluate`` with the same ``save_file`` reuses the
+questions found there and runs only the others; a checkpoint of another file or other settings is
+refused (``restart=True`` discards it); a retrieval source given as an object, not a URL, is
+known by its class only. Questions that failed while running (``error`` or
+``naive_error`` set) are run again; invalid records are not. When every question is done the
+report is written and the checkpoint removed - kept instead while some question failed, so that
+running again retries just those. Without a terminal on stderr, one ``INFO`` line per finished
+question (``i/N done, EM so far ...``) replaces the progress bar.
+
 Example:
     >>> report = CoRagEvaluator(config).evaluate("hotpotqa_dev.json", "out/report.json")  # doctest: +SKIP
     >>> report[0]["corag_accuracy"], report[0]["corag_em"], report[0]["corag_f1"]          # doctest: +SKIP
@@ -29,13 +40,15 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mx_rag.corag.config import DEFAULT_SAMPLE_TASK_DESC, DEFAULT_TASK_DESC, CoRagBaseConfig
 from mx_rag.corag.corag_agent import CoRagAgent, ReasoningPath
@@ -50,9 +63,13 @@ from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 from mx_rag.utils.file_check import check_path
 
-__all__ = ["CoRagEvaluator", "CountingSource", "select_documents_for_recall"]
+__all__ = ["CHECKPOINT_SUFFIX", "CoRagEvaluator", "CountingSource", "checkpoint_path", "select_documents_for_recall"]
 
 logger = logging.getLogger(__name__)
+
+CHECKPOINT_SUFFIX = ".partial.jsonl"
+CHECKPOINT_TYPE = "CoRagEvaluator checkpoint"
+CHECKPOINT_VERSION = 1
 
 
 class CountingSource:
@@ -166,6 +183,155 @@ def _atomic_write_json(path: Path, data: Any) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def checkpoint_path(save_file: str | os.PathLike[str]) -> Path:
+    """Where ``evaluate(..., save_file)`` keeps its finished questions: ``<save_file>.partial.jsonl``."""
+    path = Path(save_file)
+    return path.with_name(path.name + CHECKPOINT_SUFFIX)
+
+
+def _question_keys(records: list[Any]) -> list[str]:
+    """One key per record: its id (``id``/``_id``/...), or ``#<index>`` without one or for a repeated id."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(records):
+        try:
+            key = parse_item(raw, index).id
+        except ParameterError:
+            key = ""
+        if not key or key in seen or key.startswith("#"):
+            key = f"#{index}"
+        seen.add(key)
+        keys.append(key)
+    return keys
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _llm_identity(llm: Any) -> Any:
+    """What of an LLM changes answers: its model name and generation settings (never its URL)."""
+    if llm is None:
+        return None
+    identity: dict[str, Any] = {"model": getattr(llm, "model_name", None) or type(llm).__name__}
+    config = llm_config_of(llm)
+    for name in ("max_tokens", "temperature", "top_p", "seed", "presence_penalty", "frequency_penalty"):
+        identity[name] = getattr(config, name)
+    return identity
+
+
+def _retryable(record: dict[str, Any]) -> bool:
+    """A valid question whose run failed (an invalid record fails the same way every time)."""
+    return record.get("question") is not None and (record.get("error") is not None
+                                                    or record.get("naive_error") is not None)
+
+
+def _stderr_is_terminal() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def _read_checkpoint(path: Path, header: dict[str, Any], keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The finished records of the checkpoint at ``path`` by question key; {} when there is none.
+
+    Raises:
+        ParameterError: the file is not a checkpoint, or it was written for another eval file or
+            other settings.
+    """
+    if not path.is_file():
+        return {}
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines or not lines[0].strip():  # stopped before its header was written
+        return {}
+    advice = "pass restart=True (mxrag corag evaluate --restart) to discard it, or choose another save_file"
+    try:
+        found = json.loads(lines[0])
+    except ValueError:
+        found = None
+    if not isinstance(found, dict) or found.get("type") != CHECKPOINT_TYPE:
+        raise ParameterError(f"{path} is not a CoRagEvaluator checkpoint; {advice}")
+    if found.get("version") != CHECKPOINT_VERSION:
+        raise ParameterError(f"checkpoint {path} has format version {found.get('version')!r}, this version "
+                             f"reads {CHECKPOINT_VERSION}; {advice}")
+    if found.get("eval_sha256") != header["eval_sha256"]:
+        raise ParameterError(
+            f"checkpoint {path} belongs to another eval file ({found.get('eval_file')!r}, "
+            f"{found.get('questions')} questions), not {header['eval_file']!r} ({header['questions']} questions); "
+            f"{advice}")
+    then, now = found.get("settings") or {}, json.loads(json.dumps(header["settings"]))
+    changed = [f"{name} {then.get(name)!r} then, {now.get(name)!r} now"
+               for name in sorted(set(then) | set(now)) if then.get(name) != now.get(name)]
+    if changed:
+        raise ParameterError(f"checkpoint {path} was written with other settings ({'; '.join(changed)}); {advice}")
+    known = set(keys)
+    done: dict[str, dict[str, Any]] = {}
+    broken = 0
+    for line in lines[1:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            broken += bool(line.strip())
+            continue
+        if isinstance(entry, dict) and entry.get("key") in known and isinstance(entry.get("record"), dict):
+            done[entry["key"]] = entry["record"]  # a later line (a retried question) wins
+        else:
+            broken += 1
+    if broken:
+        logger.warning("%s: ignoring %d broken or unknown line(s)", path, broken)
+    return done
+
+
+class _Checkpoint:
+    """The checkpoint file, appended one finished question at a time (flushed, fsynced, under a lock)."""
+
+    def __init__(self, path: Path, header: dict[str, Any], kept: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *kept])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:  # a clean start: no half-written last line to append to, no stale failed records
+            with tmp.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: TextIO = path.open("a", encoding="utf-8")
+
+    def write(self, entry: dict[str, Any]) -> None:
+        text = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+class _Tally:
+    """Finished questions so far, for the per-question progress line."""
+
+    def __init__(self, total: int, log_lines: bool) -> None:
+        self.total, self.log_lines = total, log_lines
+        self.done = self.correct = self.failed = 0
+        self.em = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, record: dict[str, Any], *, announce: bool = True) -> None:
+        with self._lock:
+            self.done += 1
+            self.em += record["em"]
+            self.correct += bool(record["is_correct"])
+            self.failed += record["error"] is not None
+            if announce and self.log_lines:
+                logger.info("CoRAG eval: %d/%d done, EM so far %.3f, accuracy so far %.3f, %d failed",
+                            self.done, self.total, self.em / self.done, self.correct / self.done, self.failed)
+
+
 class CoRagEvaluator:
     """Evaluates CoRAG (and the naive baseline) on a HotpotQA or MuSiQue file.
 
@@ -198,8 +364,13 @@ class CoRagEvaluator:
         calc_recall: bool = True,
         enable_naive_retrieval: bool = True,
         num_contexts: int = 10,
+        *,
+        restart: bool = False,
     ) -> list[dict[str, Any]]:
         """Evaluate every record of ``eval_file``; return and save ``[summary] + records``.
+
+        Resumable (see the module docstring): questions already in ``<save_file>.partial.jsonl``
+        from an interrupted run with the same file and settings are not run again.
 
         Args:
             eval_file: a JSON array (or JSON Lines) of HotpotQA or MuSiQue records.
@@ -209,6 +380,8 @@ class CoRagEvaluator:
                 computed). Default True.
             num_contexts: documents the naive baseline retrieves, and the cap of CoRAG's
                 documents counted for recall, in [1, 10000]. Default 10.
+            restart: (keyword, ours) ignore an existing checkpoint and run every question.
+                Default False.
 
         Returns:
             The summary, then one record per input record in input order. Summary: the seed's
@@ -230,29 +403,80 @@ class CoRagEvaluator:
             ``error`` and ``naive_error`` (None unless that part failed).
 
         Raises:
-            ParameterError: an argument is invalid, or ``eval_file`` is not valid JSON.
+            ParameterError: an argument is invalid, ``eval_file`` is not valid JSON, or the
+                checkpoint belongs to another eval file or other settings (and ``restart`` is False).
         """
         check_bool("calc_recall", calc_recall)
         check_bool("enable_naive_retrieval", enable_naive_retrieval)
         num_contexts = check_int("num_contexts", num_contexts, 1, MAX_TOP_K)
+        check_bool("restart", restart)
         records = load_records(eval_file, "eval_file")
         out_path = check_path("save_file", save_file)
         if out_path.is_dir():
             raise ParameterError(f"save_file {save_file!r} is a directory, expected a JSON file path")
+        options = (calc_recall, enable_naive_retrieval, num_contexts)
+        keys = _question_keys(records)
+        header = {"type": CHECKPOINT_TYPE, "version": CHECKPOINT_VERSION, "eval_file": str(Path(eval_file).resolve()),
+                  "eval_sha256": _digest(records), "questions": len(records), "settings": self._settings(*options)}
+        partial = checkpoint_path(out_path)
+        done = {} if restart else _read_checkpoint(partial, header, keys)
+        results: list[dict[str, Any] | None] = [None] * len(records)
+        for index, key in enumerate(keys):
+            if key in done and not _retryable(done[key]):
+                results[index] = done[key]
+        todo = [index for index, record in enumerate(results) if record is None]
+        if done:
+            logger.info("CoRAG eval: resuming from %s: %d of %d questions done, %d to run (failed ones again)",
+                        partial, len(records) - len(todo), len(records), len(todo))
+        tally = _Tally(len(records), log_lines=not _stderr_is_terminal())
+        for record in results:
+            if record is not None:
+                tally.add(record, announce=False)
+        kept = [{"key": keys[i], "index": i, "record": r} for i, r in enumerate(results) if r is not None]
+        checkpoint = _Checkpoint(partial, header, kept)
         source = as_document_source(self.config.retrieve_api_url, self.config.client_param,
                                     self.config.retrieve_top_k)
-        options = (calc_recall, enable_naive_retrieval, num_contexts)
+
+        def work(index: int) -> None:
+            record = self._guarded(records[index], index, source, *options)
+            checkpoint.write({"key": keys[index], "index": index, "record": record})
+            results[index] = record
+            tally.add(record)
+
+        desc = "CoRAG eval" if len(todo) == len(records) else f"CoRAG eval ({len(records) - len(todo)} resumed)"
         try:
-            results = run_parallel(list(enumerate(records)),
-                                   lambda job: self._guarded(job[1], job[0], source, *options),
-                                   self.config.num_threads, "CoRAG eval")
+            run_parallel(todo, work, self.config.num_threads, desc)
         finally:
+            checkpoint.close()
             close = getattr(source, "close", None)
             if source is not self.config.retrieve_api_url and callable(close):
                 close()
-        report = [self._summary(results, *options), *results]
+        finished = [record for record in results if record is not None]
+        report = [self._summary(finished, *options), *finished]
         _atomic_write_json(out_path, report)
+        retry = sum(_retryable(record) for record in finished)
+        if retry:
+            logger.warning("CoRAG eval: %d question(s) failed; %s is kept: run again with the same settings to "
+                           "retry only those (restart=True / --restart runs everything)", retry, partial)
+        else:
+            partial.unlink(missing_ok=True)
         return report
+
+    def _settings(self, calc_recall: bool, naive: bool, num_contexts: int) -> dict[str, Any]:
+        """The settings that change results, pinned in the checkpoint's header (threads do not)."""
+        config = self.config
+        source = config.retrieve_api_url
+        return {
+            "max_path_length": config.max_path_length, "retrieve_top_k": config.retrieve_top_k,
+            "num_contexts": num_contexts, "calc_recall": calc_recall, "naive_retrieval": naive,
+            "early_stop": config.early_stop, "context_tokens": config.context_tokens,
+            "max_tokens_per_question": config.max_tokens_per_question,
+            "task_desc_sha256": _digest(self.task_desc)[:16],
+            "final_task_desc_sha256": _digest(self.final_task_desc)[:16],
+            "base_llm": _llm_identity(config.base_llm), "final_llm": _llm_identity(config.final_llm),
+            "sub_answer_llm": _llm_identity(config.sub_answer_llm), "judge_llm": _llm_identity(config.judge_llm),
+            "retrieval": source if isinstance(source, str) else type(source).__name__,
+        }
 
     # -- one question ------------------------------------------------------------------------------
 

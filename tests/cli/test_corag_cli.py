@@ -64,8 +64,9 @@ def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(cli.app, ["corag", "evaluate", "--help"])
     assert result.exit_code == 0
     for option in ("--retrieval-url", "--llm-url", "--num-threads", "--max-path-length", "--limit", "--save-file",
-                   "--no-naive", "--no-recall"):
+                   "--no-naive", "--no-recall", "--restart"):
         assert option in result.stdout
+    assert "Resumable" in result.stdout and "partial.jsonl" in result.stdout
 
 
 def test_builds_a_knowledge_base_from_the_file_and_reuses_it(tmp_path: Path) -> None:
@@ -120,6 +121,46 @@ def test_retrieval_url_and_musique(retrieval_url: str, tmp_path: Path) -> None:
     assert report[0] == summary
     assert [[s["subquery"] for s in r["reasoning_steps"]] for r in report[1:]] == [titles(it) for it in items]
     assert all(p.count("Document ") <= 4 for p in prompts)  # --top-k 3 per step; --num-contexts 4 for naive
+
+
+def test_resumes_an_unfinished_evaluation(retrieval_url: str, tmp_path: Path) -> None:
+    items = HOTPOT_ITEMS[:3]
+    eval_file = write(tmp_path / "hotpot.json", items)
+    report_file = tmp_path / "report.json"
+    partial = tmp_path / "report.json.partial.jsonl"
+    common = ["--retrieval-url", retrieval_url, "--workdir", str(tmp_path / "work"), "--save-file", str(report_file),
+              "--num-threads", "1", "--limit", "3"]
+    broken = RoutedLLM({it["question"]: Script(titles(it), [it["answer"]]) for it in items},
+                       fail_final={items[2]["question"]})
+    with RoutedServer(broken) as llm:
+        first = invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["failed_count"] == 1
+    assert "1/3 done, EM so far 1.000" in first.stderr and "3/3 done, EM so far 0.667" in first.stderr
+    assert "1 question(s) failed" in first.stderr and partial.is_file()  # kept for a retry
+
+    with RoutedServer(router_for(items)) as llm:
+        url = llm.url("/v1/chat/completions")
+        refused = invoke(str(eval_file), "--llm-url", url, *common, "--num-contexts", "4")
+        assert refused.exit_code == 1 and "num_contexts 10 then, 4 now" in refused.stderr
+        assert "--restart" in refused.stderr
+        second = invoke(str(eval_file), "--llm-url", url, *common)
+        asked_again = [r for r in llm.requests if items[0]["question"].strip() in str(r.json)]
+    assert second.exit_code == 0, second.output
+    assert "resuming from" in second.stderr and "2 of 3 questions done, 1 to run" in second.stderr
+    assert "3/3 done, EM so far 1.000" in second.stderr and "1/3 done" not in second.stderr
+    assert json.loads(second.stdout)["corag_em"] == 1.0 and not partial.exists() and asked_again == []
+
+    with RoutedServer(broken) as llm:
+        assert invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common).exit_code == 0
+    assert partial.is_file()
+    with RoutedServer(router_for(items)) as llm:  # other settings, but --restart: the checkpoint is ignored
+        third = invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common, "--restart",
+                       "--num-contexts", "4")
+        asked = [it for it in items if any(it["question"].strip() in str(r.json) for r in llm.requests)]
+    assert third.exit_code == 0, third.output
+    assert "resuming" not in third.stderr and "1/3 done" in third.stderr and asked == items
+    assert json.loads(third.stdout)["num_contexts"] == 4 and not partial.exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
