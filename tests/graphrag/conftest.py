@@ -5,6 +5,7 @@ prompt with a fixed (often malformed) JSON chosen by the paragraph in the prompt
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -151,3 +152,13 @@ def built(
     pipeline.upload_files(list(docs.values()), loader_mng)
     pipeline.build_graph(max_workers=4)
     return pipeline
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> str:
+    """The test database of ``make test``; PostgreSQL tests skip without it."""
+    url = os.environ.get("MXRAG_TEST_POSTGRES_URL", "").strip()
+    if not url:
+        pytest.skip("MXRAG_TEST_POSTGRES_URL is not set: run with url=$(scripts/ensure_postgres.sh) and "
+                    "MXRAG_TEST_POSTGRES_URL=$url (make test does this)")  # fmt: skip
+    return url

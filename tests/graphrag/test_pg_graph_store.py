@@ -9,7 +9,6 @@ table prefix, and its tables are dropped afterwards.
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import threading
 import uuid
@@ -25,15 +24,6 @@ from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
 from .graph_store_suite import GraphStoreConformance, StoreFactory, chain_graph, edge, edge_keys, names, node
 
 TABLES = ("edge_sources", "node_sources", "edges", "nodes", "graphs")
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> str:
-    url = os.environ.get("MXRAG_TEST_POSTGRES_URL", "").strip()
-    if not url:
-        pytest.skip("MXRAG_TEST_POSTGRES_URL is not set: run with url=$(scripts/ensure_postgres.sh) and "
-                    "MXRAG_TEST_POSTGRES_URL=$url (make test does this)")  # fmt: skip
-    return url
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,14 +15,6 @@ from mx_rag.llm import Text2TextLLM
 from mx_rag.testing import HashEmbedding
 
 from .conftest import DIM, PARAGRAPHS, QUESTION
-
-
-@pytest.fixture
-def postgres_url() -> str:
-    url = os.environ.get("MXRAG_TEST_POSTGRES_URL", "").strip()
-    if not url:
-        pytest.skip("MXRAG_TEST_POSTGRES_URL is not set (make test sets it from scripts/ensure_postgres.sh)")
-    return url
 
 
 @pytest.fixture
