@@ -27,6 +27,7 @@ from mx_rag.corag.prompts import (
     get_generate_intermediate_answer_prompt,
     get_generate_subquery_prompt,
     get_judge_path_prompt,
+    is_prompt_echo,
     parse_judge_score,
     parse_subquery,
     render_final_history,
@@ -258,7 +259,8 @@ class CoRagAgent:
         meter: TokenMeter | None = None,
     ) -> ParsedSubquery:
         """Ask ``base_llm`` for the next sub-query of ``path`` (one call). ``attempt`` > 0 samples
-        at least at 0.7 (+0.1 per further attempt, up to 1.0) with a shifted seed."""
+        at least at 0.7 (+0.1 per further attempt, up to 1.0) with a shifted seed. A reply that
+        only echoes the prompt (see ``is_prompt_echo``) comes back as kind ``"empty"``."""
         config = self._call_config(self.base_llm, temperature, seed, attempt)
         history = render_history(path.subqueries, path.subanswers)
 
@@ -267,7 +269,11 @@ class CoRagAgent:
                                                 allow_final_answer=self.early_stop, history=hist)
 
         prompt = self.budget.fit(build, [], history, config.max_tokens)
-        return parse_subquery(self._chat(self.base_llm, prompt, config, meter))
+        parsed = parse_subquery(self._chat(self.base_llm, prompt, config, meter))
+        if parsed.kind == "subquery" and is_prompt_echo(parsed.text, path.original_query, task_desc):
+            logger.debug("CoRAG: sub-query %r only echoes the prompt; asking again", parsed.text[:80])
+            return ParsedSubquery("empty", "", parsed.thought)
+        return parsed
 
     def extend_path(
         self, path: ReasoningPath, subquery: str, thought: str | None = None, *, meter: TokenMeter | None = None

@@ -28,6 +28,7 @@ __all__ = [
     "get_generate_subquery_prompt",
     "get_judge_path_prompt",
     "is_no_info",
+    "is_prompt_echo",
     "parse_judge_score",
     "parse_subquery",
     "render_final_history",
@@ -241,6 +242,46 @@ def parse_subquery(raw: str) -> ParsedSubquery:
             body = _unquote(sub.group(1)) or (_unquote(lines[index + 1]) if index + 1 < len(lines) else "")
             return _subquery(body, thought)
     return _subquery(_unquote(lines[0]) if lines else "", thought)
+
+
+_WORD = re.compile(r"\w+")
+_LABEL_WORDS = frozenset([
+    "sub", "subquery", "subqueries", "subanswer", "subanswers", "query", "queries", "answer", "answers", "final",
+    "intermediate", "step", "question", "next", "search", "the", "is", "a", "an", "to", "of",
+])
+_FUNCTION_WORDS = frozenset([
+    "a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "by", "for", "with", "and",
+    "or", "not", "do", "does", "did", "it", "this", "that", "what", "who", "whom", "which", "when", "where", "how",
+])
+_INSTRUCTION_WORDS = frozenset(
+    _WORD.findall((_SUBQUERY_RULES + _EARLY_STOP_RULE + "Reply with the query only. Previous searches None yet. "
+                   "Task Main question").casefold())
+)
+
+
+def is_prompt_echo(text: str, query: str, task_desc: str = "") -> bool:
+    """Whether a proposed sub-query only echoes the prompt instead of asking something.
+
+    Small models often reply with a line of the instructions ("Do not repeat an earlier query.")
+    or a bare label ("SubAnswer:", "1", "The answer is:"); searching for that retrieves noise. A
+    reply counts as an echo when it ends in a colon (a lead-in with nothing after it) or when all
+    its words come from the instructions, labels and ``task_desc`` and none of its content words
+    is in the main ``query``.
+
+    >>> is_prompt_echo("Do not repeat an earlier query.", "Who founded YouTube?")
+    True
+    >>> is_prompt_echo("Who founded YouTube?", "Which company owns YouTube?")
+    False
+    """
+    stripped = text.strip()
+    if not stripped or stripped.endswith((":", "：")):
+        return True
+    words = _WORD.findall(stripped.casefold())
+    allowed = _INSTRUCTION_WORDS | _LABEL_WORDS | set(_WORD.findall(task_desc.casefold()))
+    if any(word not in allowed and not word.isdigit() for word in words):
+        return False
+    asked = set(_WORD.findall(query.casefold()))
+    return not any(word in asked for word in words if word not in _FUNCTION_WORDS)
 
 
 def _subquery(text: str, thought: str | None) -> ParsedSubquery:

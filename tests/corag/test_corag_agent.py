@@ -23,6 +23,7 @@ from mx_rag.corag.corag_agent import CoRagAgent, ReasoningPath
 from mx_rag.corag.prompts import (
     NO_RELEVANT_INFO,
     clean_answer,
+    is_prompt_echo,
     parse_judge_score,
     parse_subquery,
     unique_documents,
@@ -221,6 +222,18 @@ def test_call_budget_ends_a_path_that_only_repeats(server: ScriptedServer, llm: 
     assert path.subqueries == ["Who directed Maximum Overdrive?"] and path.stop_reason == "call_budget"
     assert len(server.requests) == 9  # 4 x max_path_length sub-query calls, one sub-answer
     assert [r.json["temperature"] for r in server.requests[2:]] == [0.2, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0]
+
+
+def test_replies_that_echo_the_prompt_are_asked_again_not_searched(server: ScriptedServer, llm: Text2TextLLM,
+                                                                    source: KbSource) -> None:
+    # Replies SmolLM2-135M gave on HotpotQA: a line of the instructions, a bare label, a lead-in.
+    server.enqueue(*chats("Do not repeat an earlier query.", "SubQuery: SubAnswer: SubAnswer:", "The answer is:",
+                          "Who directed Maximum Overdrive?", "Stephen King."))
+    path = CoRagAgent(llm, source).sample_path("Who directed the film shot in Leland in 1986?", TASK,
+                                               max_path_length=1)
+    assert path.subqueries == ["Who directed Maximum Overdrive?"] and path.subanswers == ["Stephen King."]
+    assert len(path.document_ids) == 1  # one search: none for the echoes
+    assert [r.json["temperature"] for r in server.requests] == [0.2, 0.7, 0.8, 0.9, 0.2]
 
 
 def test_failing_source_gives_no_documents_and_the_path_goes_on(
@@ -446,6 +459,23 @@ def test_config_accepts_url_source_and_langchain_retriever(llm: Text2TextLLM, kb
 def test_parse_subquery(raw: str, kind: str, text: str) -> None:
     parsed = parse_subquery(raw)
     assert (parsed.kind, parsed.text) == (kind, text)
+
+
+@pytest.mark.parametrize(("text", "query", "echo"), [
+    ("Do not repeat an earlier query.", "Who founded YouTube?", True),
+    ("Do not repeat the question.", "Who founded YouTube?", True),
+    ("Write the next search query", "Who founded YouTube?", True),
+    ("Break the question down into simple sub-queries", "Who founded YouTube?", True),  # from the task
+    ("SubAnswer: SubAnswer:", "Who founded YouTube?", True),
+    ("1", "Who founded YouTube?", True),
+    ("The answer is:", "Who founded YouTube?", True),
+    ("Who founded YouTube?", "Which company owns YouTube?", False),
+    ("Which search engine did Google buy?", "What did Google buy?", False),
+    ("What is a search engine?", "Which search engine came first?", False),  # its words are the question's
+    ("谁创立了YouTube？", "YouTube属于哪家公司？", False),
+])
+def test_prompt_echoes_are_told_from_questions(text: str, query: str, echo: bool) -> None:
+    assert is_prompt_echo(text, query, DEFAULT_TASK_DESC) is echo
 
 
 def test_parse_keeps_the_reasoning_block_as_the_thought() -> None:
