@@ -262,26 +262,26 @@ _INSTRUCTION_WORDS = frozenset(
 def is_prompt_echo(text: str, query: str, task_desc: str = "") -> bool:
     """Whether a proposed sub-query only echoes the prompt instead of asking something.
 
-    Small models often reply with a line of the instructions ("Do not repeat an earlier query.")
-    or a bare label ("SubAnswer:", "1", "The answer is:"); searching for that retrieves noise. A
-    reply counts as an echo when it ends in a colon (a lead-in with nothing after it) or when all
-    its words come from the instructions, labels and ``task_desc`` and none of its content words
-    is in the main ``query``.
+    Small models often reply with a line of the instructions ("Do not repeat an earlier query."),
+    a bare label or number ("SubAnswer:", "1") or a lead-in ("The answer is:"); searching for that
+    retrieves noise. A reply that names something from the main ``query`` is never an echo;
+    otherwise it is one when it ends in a colon (a lead-in with nothing after it) or when all its
+    words come from the instructions, labels, numbers and ``task_desc``.
 
     >>> is_prompt_echo("Do not repeat an earlier query.", "Who founded YouTube?")
     True
-    >>> is_prompt_echo("Who founded YouTube?", "Which company owns YouTube?")
+    >>> is_prompt_echo("YouTube founders:", "Who founded YouTube?")
     False
     """
     stripped = text.strip()
-    if not stripped or stripped.endswith((":", "：")):
-        return True
     words = _WORD.findall(stripped.casefold())
-    allowed = _INSTRUCTION_WORDS | _LABEL_WORDS | set(_WORD.findall(task_desc.casefold()))
-    if any(word not in allowed and not word.isdigit() for word in words):
-        return False
     asked = set(_WORD.findall(query.casefold()))
-    return not any(word in asked for word in words if word not in _FUNCTION_WORDS)
+    if any(word in asked for word in words if word not in _FUNCTION_WORDS and word not in _LABEL_WORDS):
+        return False
+    if not words or stripped.endswith((":", "：")):
+        return True
+    allowed = _INSTRUCTION_WORDS | _LABEL_WORDS | set(_WORD.findall(task_desc.casefold()))
+    return all(word in allowed or word.isdigit() for word in words)
 
 
 def _subquery(text: str, thought: str | None) -> ParsedSubquery:

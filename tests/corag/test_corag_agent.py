@@ -469,6 +469,9 @@ def test_parse_subquery(raw: str, kind: str, text: str) -> None:
     ("SubAnswer: SubAnswer:", "Who founded YouTube?", True),
     ("1", "Who founded YouTube?", True),
     ("The answer is:", "Who founded YouTube?", True),
+    ("To solve this puzzle, follow these steps:", "Who founded YouTube?", True),
+    ("1998", "Who founded YouTube?", True),
+    ("Lover Come Back:", "Lover Come Back contained the actress who played which part?", False),
     ("Who founded YouTube?", "Which company owns YouTube?", False),
     ("Which search engine did Google buy?", "What did Google buy?", False),
     ("What is a search engine?", "Which search engine came first?", False),  # its words are the question's
