@@ -180,6 +180,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's listen backlog of 5 overflows when 16 client threads connect at once on a busy
+    # machine, and the kernel then resets connections ("Connection reset by peer").
+    request_queue_size = 128
 
     def __init__(
         self, host: str, port: int, owner: ScriptedServer, ssl_context: ssl.SSLContext | None
