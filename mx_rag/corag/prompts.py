@@ -253,10 +253,11 @@ _FUNCTION_WORDS = frozenset([
     "a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "by", "for", "with", "and",
     "or", "not", "do", "does", "did", "it", "this", "that", "what", "who", "whom", "which", "when", "where", "how",
 ])
-_INSTRUCTION_WORDS = frozenset(
-    _WORD.findall((_SUBQUERY_RULES + _EARLY_STOP_RULE + "Reply with the query only. Previous searches None yet. "
-                   "Task Main question").casefold())
+# Every word of the sub-query prompt itself (rules, headings), taken from the prompt so they cannot drift.
+_PROMPT_WORDS = _LABEL_WORDS | frozenset(
+    _WORD.findall(get_generate_subquery_prompt("", [], [], "", allow_final_answer=True).casefold())
 )
+_NOT_NAMES = _FUNCTION_WORDS | _LABEL_WORDS
 
 
 def is_prompt_echo(text: str, query: str, task_desc: str = "") -> bool:
@@ -276,12 +277,12 @@ def is_prompt_echo(text: str, query: str, task_desc: str = "") -> bool:
     stripped = text.strip()
     words = _WORD.findall(stripped.casefold())
     asked = set(_WORD.findall(query.casefold()))
-    if any(word in asked for word in words if word not in _FUNCTION_WORDS and word not in _LABEL_WORDS):
+    if any(word in asked for word in words if word not in _NOT_NAMES):
         return False
     if not words or stripped.endswith((":", "：")):
         return True
-    allowed = _INSTRUCTION_WORDS | _LABEL_WORDS | set(_WORD.findall(task_desc.casefold()))
-    return all(word in allowed or word.isdigit() for word in words)
+    task_words = set(_WORD.findall(task_desc.casefold()))
+    return all(word in _PROMPT_WORDS or word in task_words or word.isdigit() for word in words)
 
 
 def _subquery(text: str, thought: str | None) -> ParsedSubquery:
