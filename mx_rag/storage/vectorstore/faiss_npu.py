@@ -7,11 +7,13 @@ an NPU. faiss is imported when a ``MindFAISS`` is built, not when this module is
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, VectorStore, as_
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_writable_parent
+from mx_rag.utils.process_lock import ProcessLock, lock_path_for
 
 if TYPE_CHECKING:
     from mx_rag.storage.vectorstore._faiss_index import FaissIndex
@@ -70,7 +73,10 @@ class MindFAISS(VectorStore):
             ``{"nlist", "nprobe", "train_size"}`` for IVF.
 
     Scores are scaled similarities (higher is better, at most 1.0); ``search`` honours
-    ``filter_dict={"document_id": [...]}``. All methods are thread-safe.
+    ``filter_dict={"document_id": [...]}``. All methods are thread-safe, and with a file several
+    processes may share one index: each write holds ``<file>.lock`` and starts from the newest
+    saved index, and every read first checks (one ``stat``) whether another process saved a newer
+    one, and reloads it if so.
 
     Example:
         >>> store = MindFAISS(x_dim=4, devs=[0], load_local_index=None)
@@ -99,21 +105,23 @@ class MindFAISS(VectorStore):
         spec = backend.IndexSpec.build(dim, index_type, self._metric, params)
         self._path = None if load_local_index is None else check_writable_parent("load_local_index", load_local_index)
         self._lock = threading.RLock()
+        self._file_lock = None if self._path is None else ProcessLock(lock_path_for(self._path))
+        self._backend, self._spec, self._device = backend, spec, device
+        self._seen: tuple[int, int, int] | None = None  # (inode, mtime_ns, size) of the file we hold
+        self._dirty = False  # changes not saved yet (auto_save=False)
         self._docs: dict[int, int] = {}
         self._by_doc: dict[int, set[int]] = {}
         self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
         self._filter_arrays: dict[tuple[int, ...], np.ndarray] = {}  # the same for multi-document filters
-        self._index: FaissIndex
-        if self._path is not None and self._path.exists():
-            self._load(backend, spec)
-        else:
-            self._index = backend.FaissIndex(spec)
+        self._index: FaissIndex = backend.FaissIndex(spec)
         if device is not None:
             gpus = backend.faiss.get_num_gpus()
-            if gpus > 0:
-                if device >= gpus:
-                    raise ParameterError(f"devs names GPU {device} but faiss sees {gpus} GPU(s)")
-                self._index.use_gpu(device)
+            if gpus > 0 and device >= gpus:
+                raise ParameterError(f"devs names GPU {device} but faiss sees {gpus} GPU(s)")
+            self._device = device if gpus > 0 else None
+        with self._writing():  # loads the file when there is one
+            if self._seen is None and self._device is not None:
+                self._index.use_gpu(self._device)
 
     @staticmethod
     def create(**kwargs: Any) -> MindFAISS:
@@ -132,7 +140,7 @@ class MindFAISS(VectorStore):
         vectors = self._matrix("embeddings", embeddings)
         new = check_ids("ids", ids, rows=len(vectors))
         docs = check_document_ids(document_id, len(new))
-        with self._lock:
+        with self._writing():
             present = [i for i in new.tolist() if i in self._docs]
             if present:
                 raise ParameterError(f"ids are already in the index: {present[:10]} (use update to replace vectors)")
@@ -143,7 +151,7 @@ class MindFAISS(VectorStore):
     def delete(self, ids: Sequence[int]) -> int:
         """Remove vectors by id; returns how many existed. Unknown ids are ignored."""
         wanted = check_ids("ids", ids, allow_empty=True, unique=False)
-        with self._lock:
+        with self._writing():
             gone = np.asarray([i for i in wanted.tolist() if i in self._docs], dtype=np.int64)
             if len(gone) == 0:
                 logger.debug("delete: none of the %d ids are in the index", len(wanted))
@@ -162,7 +170,7 @@ class MindFAISS(VectorStore):
             logger.warning("MindFAISS stores no sparse vectors; the sparse argument of update is ignored")
         vectors = self._matrix("dense", dense)
         targets = check_ids("ids", ids, rows=len(vectors))
-        with self._lock:
+        with self._writing():
             missing = [i for i in targets.tolist() if i not in self._docs]
             if missing:
                 raise ParameterError(f"ids are not in the index: {missing[:10]} (use add for new vectors)")
@@ -180,7 +188,7 @@ class MindFAISS(VectorStore):
         k = check_k(k)
         queries = self._matrix("embeddings", embeddings)
         docs = check_filter(filter_dict)
-        with self._lock:
+        with self._reading():
             allowed = None if docs is None else self._ids_of(docs)
             available = self._index.ntotal if allowed is None else len(allowed)
             if available == 0:
@@ -196,24 +204,26 @@ class MindFAISS(VectorStore):
         return scores_out, ids_out
 
     def get_all_ids(self) -> list[int]:
-        with self._lock:
+        with self._reading():
             return sorted(self._docs)
 
     def count(self) -> int:
-        with self._lock:
+        with self._reading():
             return len(self._docs)
 
     def get_ntotal(self) -> int:
-        with self._lock:
+        with self._reading():
             return self._index.ntotal
 
     # -- persistence -----------------------------------------------------------------------------
 
     def save_local(self) -> None:
         """Write the index file and its sidecar atomically (a crash leaves the old or the new one)."""
-        with self._lock:
-            if self._path is None:
-                raise StorageError("this MindFAISS is in memory only (load_local_index=None): there is no file to save")
+        if self._path is None:
+            raise StorageError("this MindFAISS is in memory only (load_local_index=None): there is no file to save")
+        with self._lock, self._writing(sync=False):
+            if self._seen != _signature(self._path):
+                logger.warning("%s was saved by another process since this one loaded it; overwriting", self._path)
             self._save()
 
     def get_save_file(self) -> str:
@@ -230,27 +240,74 @@ class MindFAISS(VectorStore):
             write_atomic(self._path, self._index.write)
         except (OSError, RuntimeError) as exc:
             raise StorageError(f"cannot save the index to {str(self._path)!r}: {exc}") from exc
+        self._seen, self._dirty = _signature(self._path), False
 
-    def _load(self, backend: Any, spec: Any) -> None:
+    # -- sharing one file between processes ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self, sync: bool = True) -> Iterator[None]:
+        """Hold the thread lock and the file lock; start from the newest saved index."""
+        with self._lock, self._file_lock or contextlib.nullcontext():
+            if sync:
+                self._sync()
+            yield
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold the thread lock, having reloaded the file if another process saved a newer one."""
+        with self._lock:
+            if self._path is not None and self._seen != _signature(self._path):
+                with self._file_lock or contextlib.nullcontext():
+                    self._sync()
+            yield
+
+    def _sync(self) -> None:
+        """Reload the file if it changed since we loaded or saved it (the caller holds the file lock)."""
+        if self._path is None:
+            return
+        current = _signature(self._path)
+        if current == self._seen:
+            return
+        if current is None:
+            logger.warning("%s disappeared; keeping the %d vectors in memory", self._path, len(self._docs))
+            self._seen = None
+            return
+        if self._dirty:
+            logger.warning("%s changed on disk but this index has unsaved changes; not reloading", self._path)
+            self._seen = current
+            return
+        self._load()
+
+    def _load(self) -> None:
+        """Read the index file and its sidecar, replacing what is in memory (file lock held)."""
         assert self._path is not None
         remove_stale_temps(self._path)
-        self._index = backend.FaissIndex.load(str(self._path), spec)
-        repeats = self._index.drop_duplicate_ids()
+        seen = _signature(self._path)
+        index = self._backend.FaissIndex.load(str(self._path), self._spec)
+        repeats = index.drop_duplicate_ids()
         if repeats:
             logger.warning("%s held %d repeated ids; kept the newest vector of each", self._path, repeats)
-        index_ids = self._index.ids()
+        index_ids = index.ids()
         tags, meta = _sidecar.read(_sidecar.path_for(self._path))
         stored_metric = meta.get("metric_type")
         if stored_metric not in (None, self._metric):
             raise ParameterError(
                 f"metric_type is {self._metric!r} but {str(self._path)!r} was written with {stored_metric!r}"
             )
-        self._tag(_sidecar.reconcile(tags, index_ids, str(self._path)))
+        tagged = _sidecar.reconcile(tags, index_ids, str(self._path))
+        self._index = index
+        if self._device is not None:
+            self._index.use_gpu(self._device)
+        self._docs, self._by_doc = {}, {}
+        self._doc_arrays.clear()
+        self._tag(tagged)
+        self._seen, self._dirty = seen, False
         logger.info("loaded %d vectors from %s", len(index_ids), self._path)
 
     def _commit(self, undo: Callable[[], None]) -> None:
         """Save if auto_save; on failure undo the in-memory change so memory matches the file."""
         if not self._auto_save or self._path is None:
+            self._dirty = True
             return
         try:
             self._save()
@@ -323,6 +380,15 @@ class MindFAISS(VectorStore):
     def __repr__(self) -> str:
         where = self._path or "memory"
         return f"MindFAISS({self._index.spec.kind}/{self._metric}, x_dim={self._index.spec.dim}, at {where})"
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """What changes whenever a save replaces ``path`` (a new inode each time), or None if absent."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _check_devs(devs: Any) -> int | None:
