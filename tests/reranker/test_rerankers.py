@@ -4,6 +4,7 @@ weights) and TEIReranker (both wire formats against the scripted server)."""
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -135,3 +136,36 @@ def test_tei_accepts_integer_scores(server: ScriptedServer) -> None:
 def test_tei_url_must_name_an_endpoint() -> None:
     with pytest.raises(ParameterError, match="rerank"):
         TEIReranker(url="http://127.0.0.1:1/embed", client_param=ClientParam(use_http=True))
+
+
+def test_tei_refuses_more_than_a_million_texts_before_sending(server: ScriptedServer) -> None:
+    server.reset()
+    reranker = TEIReranker(url=server.url("/rerank"), client_param=ClientParam(use_http=True, retries=0))
+    with pytest.raises(ParameterError, match=r"texts must hold 1 to 1000000 strings, got 1000002$"):
+        reranker.rerank("q", ["a"] * 1_000_002)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda r: r.rerank("q" * (1024 * 1024 + 1), ["a"]), r"query must have length in \[1, 1048576\]"),
+        (lambda r: r.rerank("q", ["a", "t" * (1024 * 1024 + 1)]), r"texts\[1\] must have length in \[1, 1048576\]"),
+        (lambda r: r.rerank("q", "a"), r"texts must be a list of 1 to 1000000 strings, got 'a'"),
+        (lambda r: r.rerank("q", ["a"], batch_size=0), r"batch_size must be in \[1, 1024\], got 0"),
+        (lambda r: r.rerank("q", ["a"], batch_size=1025), r"batch_size must be in \[1, 1024\], got 1025"),
+    ],
+    ids=["query-too-long", "text-too-long", "texts-not-a-list", "batch-size-0", "batch-size-1025"],
+)
+def test_tei_documented_limits_are_checked_before_sending(server: ScriptedServer, call: Any, match: str) -> None:
+    server.reset()
+    reranker = TEIReranker(url=server.url("/rerank"), client_param=ClientParam(use_http=True, retries=0))
+    with pytest.raises(ParameterError, match=match):
+        call(reranker)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("k", [0, 10_001, 1.5])
+def test_tei_k_is_checked(k: Any) -> None:
+    with pytest.raises(ParameterError, match=r"k must be .*\[1, 10000\]"):
+        TEIReranker(url="http://127.0.0.1:1/rerank", k=k, client_param=ClientParam(use_http=True))

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from mx_rag.errors import ParameterError, RemoteResponseError
-from mx_rag.reranker.reranker import Reranker
+from mx_rag.reranker.reranker import MAX_RERANK_ITEMS, Reranker
 from mx_rag.utils.checks import check_int, check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import MAX_BATCH_SIZE, MAX_PROMPT_LENGTH
@@ -43,9 +43,18 @@ class TEIReranker(Reranker):
         self._http = HttpClient(self.client_param)
 
     def rerank(self, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """One score per text, in input order.
+
+        Args:
+            query: 1 to 1 MiB characters.
+            texts: 1 to 1,000,000 strings of 1 to 1 MiB characters each.
+            batch_size: texts per request, in [1, 1024].
+        """
         check_str("query", query, 1, MAX_PROMPT_LENGTH)
-        if not isinstance(texts, (list, tuple)) or not texts:
-            raise fail("texts", texts, "a non-empty list of strings")
+        if not isinstance(texts, (list, tuple)):
+            raise fail("texts", texts, f"a list of 1 to {MAX_RERANK_ITEMS} strings")
+        if not 1 <= len(texts) <= MAX_RERANK_ITEMS:
+            raise ParameterError(f"texts must hold 1 to {MAX_RERANK_ITEMS} strings, got {len(texts)}")
         for i, text in enumerate(texts):
             check_str(f"texts[{i}]", text, 1, MAX_PROMPT_LENGTH)
         check_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
