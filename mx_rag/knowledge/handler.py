@@ -3,18 +3,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mx_rag.errors import ParameterError
 from mx_rag.knowledge.ingest import FileHandlerError, ingest_files
 from mx_rag.knowledge.knowledge import MAX_FILE_COUNT, KnowledgeDB
 from mx_rag.utils.checks import check_bool, check_instance, fail
 from mx_rag.utils.file_check import check_dir
 
-__all__ = ["FileHandlerError", "FilesLoadInfo", "delete_files", "upload_dir", "upload_files"]
+__all__ = ["FileHandlerError", "FilesLoadInfo", "check_embed_func", "delete_files", "upload_dir", "upload_files"]
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+EMBED_FUNC_KEYS = ("dense", "sparse")
+_EMBED_FUNC_FORM = "a callable, or a dict {'dense': f, 'sparse': g} of callables or None with at least one set"
+
+
+def check_embed_func(embed_func: Any) -> Callable[[list[str]], Any] | dict[str, Any]:
+    """``embed_func`` of an upload: a callable (dense vectors), or ``{"dense": f, "sparse": g}``.
+
+    In the dict, each key is optional, each value a callable or None, and at least one is set.
+    Raises ``ParameterError`` otherwise, before anything is parsed or stored.
+    """
+    if isinstance(embed_func, Mapping):
+        unknown = [key for key in embed_func if key not in EMBED_FUNC_KEYS]
+        if unknown:
+            raise ParameterError(
+                f"embed_func may only have the keys {list(EMBED_FUNC_KEYS)}, got unknown key(s) {unknown!r}"
+            )
+        for key, func in embed_func.items():
+            if func is not None and not callable(func):
+                raise fail(f"embed_func[{key!r}]", func, "a callable or None")
+        if all(func is None for func in embed_func.values()):
+            raise fail("embed_func", dict(embed_func), _EMBED_FUNC_FORM)
+        return dict(embed_func)
+    if not callable(embed_func):
+        raise fail("embed_func", embed_func, _EMBED_FUNC_FORM)
+    return embed_func
 
 
 def upload_files(
@@ -37,6 +63,7 @@ def upload_files(
 
     check_instance("knowledge", knowledge, KnowledgeDB)
     check_instance("loader_mng", loader_mng, LoaderMng)
+    embed_func = check_embed_func(embed_func)
     check_bool("force", force)
     return ingest_files(knowledge, files, loader_mng, embed_func, force).failed
 
@@ -48,7 +75,7 @@ class FilesLoadInfo:
     knowledge: KnowledgeDB
     dir_path: str
     loader_mng: Any
-    embed_func: Callable[[list[str]], Any]
+    embed_func: Callable[[list[str]], Any] | dict[str, Any]
     force: bool = False
     load_image: bool = False
 
@@ -58,10 +85,17 @@ def upload_dir(params: FilesLoadInfo) -> list[str]:
 
     Supported: suffixes with a registered loader (and splitter, for text); with
     ``load_image=True``, only images (.jpg, .jpeg, .png). Returns the unsupported files followed
-    by the files that failed.
+    by the files that failed. Every field of ``params`` is checked before the directory is read.
     """
+    from mx_rag.document import LoaderMng
+
     check_instance("params", params, FilesLoadInfo)
-    directory = check_dir("dir_path", params.dir_path)
+    check_instance("FilesLoadInfo.knowledge", params.knowledge, KnowledgeDB)
+    directory = check_dir("FilesLoadInfo.dir_path", params.dir_path)
+    check_instance("FilesLoadInfo.loader_mng", params.loader_mng, LoaderMng)
+    check_embed_func(params.embed_func)
+    check_bool("FilesLoadInfo.force", params.force)
+    check_bool("FilesLoadInfo.load_image", params.load_image)
     entries = sorted(directory.iterdir())
     if len(entries) > MAX_FILE_COUNT:
         raise FileHandlerError(f"{directory} holds {len(entries)} entries, more than {MAX_FILE_COUNT}")

@@ -141,3 +141,81 @@ def test_an_embedding_failure_fails_only_its_file(kb: KnowledgeDB, stores: Store
     assert upload_files(kb, files, mng, picky) == [files[2]]
     assert sorted(d.document_name for d in kb.get_all_documents()) == ["p0.txt", "p1.txt", "p3.txt"]
     assert kb.check().ok
+
+
+BAD_EMBED_FUNCS = [
+    ("not-callable", "embed", r"embed_func must be a callable, or a dict"),
+    ("unknown-key", {"dense": "EMBED", "colbert": "EMBED"}, r"embed_func may only have the keys \['dense', 'sparse'\]"
+                                                            r", got unknown key\(s\) \['colbert'\]"),
+    ("both-none", {"dense": None, "sparse": None}, r"embed_func must be a callable, or a dict .* at least one set, "
+                                                   r"got \{'dense': None, 'sparse': None\}"),
+    ("empty-dict", {}, r"embed_func must be a callable, or a dict .* at least one set, got \{\}"),
+    ("value-not-callable", {"dense": "EMBED", "sparse": 3},
+     r"embed_func\['sparse'\] must be a callable or None, got 3"),
+]
+
+
+def _resolve(embed_func: object, stores: Stores) -> object:
+    """Put the real embedder where the table says ``"EMBED"``."""
+    if isinstance(embed_func, dict):
+        return {key: stores.embed if value == "EMBED" else value for key, value in embed_func.items()}
+    return embed_func
+
+
+@pytest.mark.parametrize(("embed_func", "match"), [case[1:] for case in BAD_EMBED_FUNCS],
+                         ids=[case[0] for case in BAD_EMBED_FUNCS])
+def test_a_bad_embed_func_raises_before_anything_is_stored(kb: KnowledgeDB, stores: Stores, mng: LoaderMng,
+                                                           embed_func: object, match: str) -> None:
+    files = [str(copy("fake.docx", stores.docs)), str(write(stores.docs / "a.txt", "some text about apples"))]
+    with pytest.raises(ParameterError, match=match):
+        upload_files(kb, files, mng, _resolve(embed_func, stores))  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=match):
+        upload_dir(FilesLoadInfo(knowledge=kb, dir_path=str(stores.docs), loader_mng=mng,
+                                 embed_func=_resolve(embed_func, stores)))  # type: ignore[arg-type]
+    assert kb.get_all_documents() == []
+    assert stores.chunk_store.count() == 0 and stores.vector_store.count() == 0
+
+
+@pytest.mark.parametrize("form", ["callable", "dense-only", "dense-and-none"])
+def test_embed_func_forms_that_are_accepted(kb: KnowledgeDB, stores: Stores, mng: LoaderMng, form: str) -> None:
+    embed_func = {"callable": stores.embed, "dense-only": {"dense": stores.embed},
+                  "dense-and-none": {"dense": stores.embed, "sparse": None}}[form]
+    path = write(stores.docs / "a.txt", "some text about apples")
+    assert upload_files(kb, [str(path)], mng, embed_func) == []  # type: ignore[arg-type]
+    assert [d.document_name for d in kb.get_all_documents()] == ["a.txt"]
+    assert stores.vector_store.count() == stores.chunk_store.count() > 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("knowledge", None, r"FilesLoadInfo.knowledge must be a KnowledgeDB, got None"),
+        ("knowledge", "test", r"FilesLoadInfo.knowledge must be a KnowledgeDB, got 'test'"),
+        ("loader_mng", None, r"FilesLoadInfo.loader_mng must be a LoaderMng, got None"),
+        ("loader_mng", {".txt": "TextLoader"}, r"FilesLoadInfo.loader_mng must be a LoaderMng"),
+        ("dir_path", None, r"FilesLoadInfo.dir_path must be a str or os.PathLike path, got None"),
+        ("dir_path", "/no/such/directory", r"FilesLoadInfo.dir_path must be an existing directory"),
+        ("embed_func", None, r"embed_func must be a callable, or a dict"),
+        ("force", "yes", r"FilesLoadInfo.force must be a bool, got 'yes'"),
+        ("load_image", 1, r"FilesLoadInfo.load_image must be a bool, got 1"),
+    ],
+)
+def test_upload_dir_checks_every_field_first(kb: KnowledgeDB, stores: Stores, mng: LoaderMng, field: str,
+                                             value: object, match: str) -> None:
+    write(stores.docs / "a.txt", "some text about apples")
+    fields: dict[str, object] = {"knowledge": kb, "dir_path": str(stores.docs), "loader_mng": mng,
+                                 "embed_func": stores.embed, field: value}
+    with pytest.raises(ParameterError, match=match):
+        upload_dir(FilesLoadInfo(**fields))  # type: ignore[arg-type]
+    assert kb.get_all_documents() == [] and stores.chunk_store.count() == 0
+
+
+def test_upload_files_checks_knowledge_and_loader_mng(kb: KnowledgeDB, stores: Stores, mng: LoaderMng) -> None:
+    path = str(write(stores.docs / "a.txt", "some text about apples"))
+    with pytest.raises(ParameterError, match=r"knowledge must be a KnowledgeDB, got None"):
+        upload_files(None, [path], mng, stores.embed)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"loader_mng must be a LoaderMng, got None"):
+        upload_files(kb, [path], None, stores.embed)
+    with pytest.raises(ParameterError, match=r"force must be a bool, got 1"):
+        upload_files(kb, [path], mng, stores.embed, force=1)  # type: ignore[arg-type]
+    assert kb.get_all_documents() == []
