@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from mx_rag.errors import DocumentError, KnowledgeError, MxRagError
-from mx_rag.knowledge.knowledge import KnowledgeDB, PreparedFile, embed_texts
+from mx_rag.knowledge.knowledge import KnowledgeDB, PreparedFile, check_embeddings, run_embedders
 from mx_rag.utils.checks import fail
 from mx_rag.utils.common import MAX_FILE_SIZE
 from mx_rag.utils.file_check import check_file
@@ -145,40 +145,53 @@ def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_
 def _store(
     knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any, report: IngestReport
 ) -> None:
-    """Embed a batch in one call and store it in one write; isolate failing files if that fails."""
+    """Embed a batch in one call and store it in one write; isolate failing files if that fails.
+
+    A malformed result of ``embed_func`` is an argument error and raises; an embedder or store
+    failure fails its files, as in the original.
+    """
+    texts = [d.page_content for _, docs in batch for d in docs]
     try:
-        _store_together(knowledge, batch, embed_func)
-    except Exception as exc:  # an embedder or store failure fails its files, as in the original
-        if len(batch) == 1:
-            logger.warning("cannot store %s: %s", batch[0][0].path.name, exc)
-            report.failed.append(batch[0][0].given)
-            return
-        logger.info("a batch of %d files failed (%s); storing them one by one", len(batch), exc)
-        for item in batch:
-            _store(knowledge, [item], embed_func, report)
+        raw = run_embedders(embed_func, texts)
+    except Exception as exc:
+        _store_failed(knowledge, batch, embed_func, report, exc)
+        return
+    dense, sparse = check_embeddings(raw, len(texts))  # malformed: raises for every file
+    try:
+        prepared, start = [], 0
+        for job, docs in batch:
+            end = start + len(docs)
+            prepared.append(
+                PreparedFile(
+                    path=job.path,
+                    texts=texts[start:end],
+                    metadatas=[dict(d.metadata) for d in docs],
+                    dense=None if dense is None else dense[start:end],
+                    sparse=None if sparse is None else sparse[start:end],
+                    content_hash=job.digest,
+                    replace=job.replaces,
+                )
+            )
+            start = end
+        knowledge.add_prepared(prepared)  # a replaced document stays until its new version is in
+    except Exception as exc:
+        _store_failed(knowledge, batch, embed_func, report, exc)
         return
     for job, _ in batch:
         (report.replaced if job.replaces else report.added).append(job.given)
 
 
-def _store_together(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any) -> None:
-    texts = [d.page_content for _, docs in batch for d in docs]
-    dense, sparse = embed_texts(embed_func, texts)
-    prepared, start = [], 0
-    for job, docs in batch:
-        end = start + len(docs)
-        prepared.append(
-            PreparedFile(
-                path=job.path,
-                texts=texts[start:end],
-                metadatas=[dict(d.metadata) for d in docs],
-                dense=None if dense is None else dense[start:end],
-                sparse=None if sparse is None else sparse[start:end],
-                content_hash=job.digest,
-            )
-        )
-        start = end
-    for job, _ in batch:  # the new versions parsed and embedded: now the old ones may go
-        if job.replaces:
-            knowledge.delete_file(str(job.path))
-    knowledge.add_prepared(prepared)
+def _store_failed(
+    knowledge: KnowledgeDB,
+    batch: list[tuple[_Job, list[Document]]],
+    embed_func: Any,
+    report: IngestReport,
+    exc: Exception,
+) -> None:
+    if len(batch) == 1:
+        logger.warning("cannot store %s: %s", batch[0][0].path.name, exc)
+        report.failed.append(batch[0][0].given)
+        return
+    logger.info("a batch of %d files failed (%s); storing them one by one", len(batch), exc)
+    for item in batch:
+        _store(knowledge, [item], embed_func, report)

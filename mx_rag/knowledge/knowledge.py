@@ -4,29 +4,35 @@
 Adding a document is transactional across the three stores. The registry row is written first
 with status ``pending``; then the chunks (one transaction), then the vectors (one atomic save),
 then the row becomes ``ready``. Deleting marks the row ``deleting``, removes vectors, then chunks,
-then the row. A failure undoes what was written; after a crash (kill -9), opening the knowledge
-base finishes or undoes whatever was left ``pending`` or ``deleting``.
+then the row. Replacing a document (``force=True`` uploads) stages the new version invisibly,
+adds its chunks and vectors, then swaps the registry rows in one transaction and only then
+removes the old version's chunks and vectors. A failure undoes what was written; after a crash
+(kill -9, power loss), opening the knowledge base finishes or undoes whatever was left half done,
+so a document is always its old version or its new one.
+
+Several processes may share one knowledge-base folder: every write transaction holds the lock file
+``<registry>.lock``, and the vector store reloads what another process saved before it searches.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mx_rag.errors import KnowledgeError, ParameterError
-from mx_rag.knowledge.models import DELETING, PENDING, READY, DocumentModel
+from mx_rag.errors import KnowledgeError, ParameterError, StorageError
+from mx_rag.knowledge.models import DELETING, PENDING, DocumentModel
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
 from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
-from mx_rag.utils.checks import check_instance, check_int, check_str, fail
+from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str, fail
 from mx_rag.utils.file_check import check_dir, check_inside, check_path
+from mx_rag.utils.process_lock import ProcessLock, lock_path_for
 
 __all__ = ["KnowledgeDB", "KnowledgeStore"]
 
@@ -34,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 MAX_FILE_COUNT = 8000
 MAX_TEXTS = 1_000_000
+ID_BATCH = 10_000  # chunk ids read per query while reconciling the stores
 EmbedFunc = Callable[[list[str]], Any]
 
 
@@ -47,6 +54,7 @@ class PreparedFile:
     dense: Any  # (n, dim) float32 matrix, or None
     sparse: list[dict[int, float]] | None
     content_hash: str | None = None
+    replace: bool = False  # replace the document at ``path`` if there is one (else it is an error)
 
 
 @dataclass(frozen=True)
@@ -59,10 +67,16 @@ class ConsistencyReport:
     unfinished_documents: list[int]
     documents_without_chunks: list[int]
     chunks_without_vectors: list[int]
+    vectors_without_chunks: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.unfinished_documents or self.documents_without_chunks or self.chunks_without_vectors)
+        return not (
+            self.unfinished_documents
+            or self.documents_without_chunks
+            or self.chunks_without_vectors
+            or self.vectors_without_chunks
+        )
 
 
 class KnowledgeDB:
@@ -76,8 +90,14 @@ class KnowledgeDB:
         white_paths: directories files may be uploaded from (a file must resolve inside one).
         user_id: 6 to 64 characters from ``[a-zA-Z0-9_-]``.
         max_file_count: most files per upload call, in [1, 8000].
-        lock: optional lock (threading or multiprocessing) held around writes; one is created
-            when None.
+        lock: optional extra lock (threading or multiprocessing) held around writes. Writes always
+            hold the lock file ``<registry db>.lock`` too, which keeps other processes out.
+        drop_incomplete: on open, remove the documents of this knowledge base whose chunks lost
+            their vectors (e.g. the index file was lost), so they can be uploaded again. Without
+            it such a knowledge base refuses to open with a ``StorageError`` saying so.
+
+    Opening repairs what a crash left: interrupted adds are undone, deletes and replaces
+    finished, vectors whose chunks are gone deleted.
 
     Example:
         >>> kb = KnowledgeDB(knowledge_store=store, chunk_store=chunks, vector_store=vectors,
@@ -94,6 +114,7 @@ class KnowledgeDB:
         user_id: str,
         max_file_count: int = 1000,
         lock: Any = None,
+        drop_incomplete: bool = False,
     ) -> None:
         self.knowledge_store = check_instance("knowledge_store", knowledge_store, KnowledgeStore)
         self.chunk_store = check_instance("chunk_store", chunk_store, Docstore)
@@ -104,9 +125,11 @@ class KnowledgeDB:
         if not isinstance(white_paths, (list, tuple)) or not 1 <= len(white_paths) <= 1024:
             raise fail("white_paths", white_paths, "a list of 1 to 1024 directories")
         self.white_paths = [check_dir(f"white_paths[{i}]", p) for i, p in enumerate(white_paths)]
-        self._lock: AbstractContextManager[Any] = lock if lock is not None else threading.RLock()
+        check_bool("drop_incomplete", drop_incomplete)
+        self._lock: AbstractContextManager[Any] = ProcessLock(lock_path_for(self.knowledge_store.db_path), outer=lock)
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
-        self.repair()
+        self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
+        self.repair(drop_incomplete=drop_incomplete)
 
     # -- paths -----------------------------------------------------------------------------------
 
@@ -134,38 +157,59 @@ class KnowledgeDB:
         """Add several embedded documents at once; return their ids. All of them or none.
 
         Each document gets its registry row and its chunk transaction; the vectors of all of them
-        go to the vector store in one call (one index save).
+        go to the vector store in one call (one index save). A file with ``replace=True`` whose
+        path is already a document replaces it: until one registry transaction swaps them, the
+        old version stays in place, so a failure or a crash leaves the old version.
         """
         with self._lock:
+            self._finish_interrupted()
             doc_ids: list[int] = []
             chunk_ids: dict[int, list[int]] = {}
+            promoted: list[int] = []
             try:
                 for item in files:
-                    doc_id = self.knowledge_store.add_doc_info(
-                        self.knowledge_name,
-                        item.path.name,
-                        str(item.path),
-                        self.user_id,
-                        status=PENDING,
-                        content_hash=item.content_hash,
-                    )
+                    doc_id = self._register(item)
                     doc_ids.append(doc_id)
+                    if item.replace and doc_id not in self._new_ids:
+                        promoted.append(doc_id)
                     documents = [
                         MxDocument(t, dict(m), document_name=item.path.name)
                         for t, m in zip(item.texts, item.metadatas, strict=True)
                     ]
                     chunk_ids[doc_id] = self.chunk_store.add(documents, doc_id)
                 self._add_vectors(files, doc_ids, chunk_ids)
-                self.knowledge_store.set_document_status(doc_ids, READY)
+                self.knowledge_store.commit_documents([d for d in doc_ids if d not in promoted], promoted)
             except BaseException:
                 for doc_id in doc_ids:
                     self._undo_add(doc_id, chunk_ids.get(doc_id, []))
                 raise
+            finally:
+                self._new_ids.clear()
+            self._remove_replaced()
         return doc_ids
+
+    def _register(self, item: PreparedFile) -> int:
+        """The registry row of a file: a staged new version when it replaces a document."""
+        path = str(item.path)
+        if item.replace:
+            for stale in self.knowledge_store.staged_documents(self.knowledge_name, self.user_id):
+                if stale.document_file_path == path:  # left by a crashed replace of another process
+                    self._finish_delete(stale.document_id)
+            current = self.knowledge_store.find_document(self.knowledge_name, path, self.user_id)
+            if current is not None:
+                return self.knowledge_store.stage_document(
+                    self.knowledge_name, path, self.user_id, current.document_id, item.content_hash
+                )
+        doc_id = self.knowledge_store.add_doc_info(
+            self.knowledge_name, item.path.name, path, self.user_id, status=PENDING, content_hash=item.content_hash
+        )
+        self._new_ids.add(doc_id)
+        return doc_id
 
     def delete_file(self, doc_name: str) -> int | None:
         """Delete a document by full path (or file name when unambiguous); return its id."""
         with self._lock:
+            self._finish_interrupted()
             row = self.knowledge_store.find_document(self.knowledge_name, doc_name, self.user_id)
             if row is None:
                 logger.warning("delete_file: no such document in knowledge base %s", self.knowledge_name)
@@ -194,14 +238,33 @@ class KnowledgeDB:
 
     # -- consistency -----------------------------------------------------------------------------
 
-    def repair(self) -> list[int]:
-        """Finish or undo adds and deletes that a crash interrupted; return the document ids."""
+    def repair(self, drop_incomplete: bool = False) -> list[int]:
+        """Finish or undo what a crash interrupted and reconcile the chunk and vector stores.
+
+        Returns the ids of the documents repaired (their add undone, their delete or replace
+        finished, or, with ``drop_incomplete``, removed because their chunks have no vectors).
+
+        Raises:
+            StorageError: chunks of this knowledge base have no vectors and ``drop_incomplete``
+                is False (nothing is changed for those documents).
+        """
+        check_bool("drop_incomplete", drop_incomplete)
         with self._lock:
-            rows = self.knowledge_store.unfinished_documents(self.knowledge_name, self.user_id)
-            for row in rows:
-                logger.warning("repairing document %d left %s by an interrupted run", row.document_id, row.status)
-                self._finish_delete(row.document_id)
-            return [row.document_id for row in rows]
+            repaired = self._finish_interrupted()
+            self._delete_orphan_vectors()
+            incomplete = self._incomplete_documents()
+            if incomplete and not drop_incomplete:
+                where = getattr(self.vector_store, "get_save_file", lambda: "")() or type(self.vector_store).__name__
+                raise StorageError(
+                    f"knowledge base {self.knowledge_name!r}: {len(incomplete)} document(s) have chunks without "
+                    f"vectors in {where} (the index lost writes or is missing: ids {incomplete[:10]}); open it with "
+                    "KnowledgeDB(..., drop_incomplete=True) or run `mxrag kb repair` to remove them, then upload "
+                    "them again"
+                )
+            for doc_id in incomplete:
+                logger.warning("removing document %d: its chunks have no vectors", doc_id)
+                self._finish_delete(doc_id)
+            return repaired + incomplete
 
     def check(self) -> ConsistencyReport:
         """Compare the three stores for this knowledge base (reads every chunk id: O(chunks))."""
@@ -210,6 +273,9 @@ class KnowledgeDB:
             unfinished = [
                 row.document_id for row in self.knowledge_store.unfinished_documents(self.knowledge_name, self.user_id)
             ]
+            unfinished += [
+                row.document_id for row in self.knowledge_store.staged_documents(self.knowledge_name, self.user_id)
+            ]
             chunk_ids = {d: self._chunk_ids(d) for d in docs}
             vector_ids = set(self.vector_store.get_all_ids())
             all_chunks = sorted(i for ids in chunk_ids.values() for i in ids)
@@ -217,10 +283,58 @@ class KnowledgeDB:
                 documents=len(docs),
                 chunks=len(all_chunks),
                 vectors=len(vector_ids),
-                unfinished_documents=unfinished,
+                unfinished_documents=sorted(unfinished),
                 documents_without_chunks=[d for d, ids in chunk_ids.items() if not ids],
                 chunks_without_vectors=[i for i in all_chunks if i not in vector_ids],
+                vectors_without_chunks=sorted(vector_ids - set(self.chunk_store.get_all_chunk_id())),
             )
+
+    def _finish_interrupted(self) -> list[int]:
+        """Undo staged replacements, finish removing replaced versions, finish adds and deletes
+        left ``pending`` or ``deleting`` (the caller holds the lock, so no writer is midway)."""
+        store, name, user = self.knowledge_store, self.knowledge_name, self.user_id
+        staged = store.staged_documents(name, user)
+        unfinished = store.unfinished_documents(name, user)
+        for row in staged + unfinished:
+            logger.warning("repairing document %d left %s by an interrupted run", row.document_id, row.status)
+            self._finish_delete(row.document_id)
+        self._remove_replaced()
+        return [row.document_id for row in staged + unfinished]
+
+    def _remove_replaced(self) -> None:
+        """Remove the chunks and vectors of versions that a committed replace superseded."""
+        rows = self.knowledge_store.replaced_documents(self.knowledge_name, self.user_id)
+        for row in rows:
+            assert row.replaces is not None
+            self._remove_content(row.replaces)
+        if rows:
+            self.knowledge_store.clear_replaces([row.document_id for row in rows])
+
+    def _delete_orphan_vectors(self) -> None:
+        """Vectors whose chunks no longer exist (the chunk store lost its last commits) can never be
+        returned and hold ids the chunk store may hand out again: delete them. Compares counts
+        first, so a consistent store costs two counts."""
+        if self.vector_store.count() == self.chunk_store.count():
+            return
+        chunk_ids = set(self.chunk_store.get_all_chunk_id())
+        orphans = [i for i in self.vector_store.get_all_ids() if i not in chunk_ids]
+        if orphans:
+            logger.warning("deleting %d vectors whose chunks are gone (lost writes?): %s", len(orphans), orphans[:10])
+            self.vector_store.delete(orphans)
+
+    def _incomplete_documents(self) -> list[int]:
+        """Documents of this knowledge base with chunks that have no vector."""
+        if self.vector_store.count() == self.chunk_store.count():
+            return []
+        vector_ids = set(self.vector_store.get_all_ids())
+        mine = set(self.document_ids())
+        broken: set[int] = set()
+        missing = [i for i in self.chunk_store.get_all_chunk_id() if i not in vector_ids]
+        for start in range(0, len(missing), ID_BATCH):
+            for chunk in self.chunk_store.search_many(missing[start : start + ID_BATCH]).values():
+                if chunk.document_id in mine:
+                    broken.add(chunk.document_id)
+        return sorted(broken)
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -255,11 +369,15 @@ class KnowledgeDB:
 
     def _finish_delete(self, doc_id: int, chunk_ids: list[int] | None = None) -> None:
         self.knowledge_store.set_document_status(doc_id, DELETING)
+        self._remove_content(doc_id, chunk_ids)
+        self.knowledge_store.remove_document(doc_id)
+
+    def _remove_content(self, doc_id: int, chunk_ids: list[int] | None = None) -> None:
+        """Delete a document's vectors, then its chunks (so no vector ever lacks its chunk)."""
         ids = sorted(set(chunk_ids or []) | set(self._chunk_ids(doc_id)))
         if ids:
             self.vector_store.delete(ids)
         self.chunk_store.delete(doc_id)
-        self.knowledge_store.remove_document(doc_id)
 
 
 def _check_texts(texts: Any) -> list[str]:
@@ -282,20 +400,37 @@ def _check_metadatas(metadatas: Any, count: int) -> list[dict[str, Any]]:
 
 def embed_texts(embed_func: Any, texts: list[str]) -> tuple[Any, Any]:
     """Dense and sparse embeddings of ``texts`` (each None when that embedder is not given)."""
+    return check_embeddings(run_embedders(embed_func, texts), len(texts))
+
+
+def run_embedders(embed_func: Any, texts: list[str]) -> tuple[Any, Any]:
+    """What the dense and sparse embedders return for ``texts`` (None where not given), unchecked."""
     funcs = embed_func if isinstance(embed_func, dict) else {"dense": embed_func, "sparse": None}
     if set(funcs) - {"dense", "sparse"} or not any(funcs.values()):
         raise fail("embed_func", embed_func, "a callable or a dict {'dense': f, 'sparse': g} with at least one set")
-    dense = sparse = None
-    if funcs.get("dense") is not None:
-        if not callable(funcs["dense"]):
-            raise fail("embed_func['dense']", funcs["dense"], "a callable")
-        dense = as_matrix("dense embeddings", funcs["dense"](texts))
-        if dense.shape[0] != len(texts):
-            raise ParameterError(f"embed_func returned {dense.shape[0]} vectors for {len(texts)} texts")
-    if funcs.get("sparse") is not None:
-        if not callable(funcs["sparse"]):
-            raise fail("embed_func['sparse']", funcs["sparse"], "a callable")
-        sparse = list(funcs["sparse"](texts))
-        if len(sparse) != len(texts) or not all(isinstance(s, dict) for s in sparse):
-            raise ParameterError(f"sparse embed_func must return {len(texts)} dicts, one per text")
+    for key in ("dense", "sparse"):
+        if funcs.get(key) is not None and not callable(funcs[key]):
+            raise fail(f"embed_func[{key!r}]", funcs[key], "a callable")
+    dense = None if funcs.get("dense") is None else funcs["dense"](texts)
+    sparse = None if funcs.get("sparse") is None else funcs["sparse"](texts)
+    return dense, sparse
+
+
+def check_embeddings(raw: tuple[Any, Any], count: int) -> tuple[Any, Any]:
+    """The embedders' results as a float32 matrix and a list of dicts, one per text.
+
+    Raises:
+        ParameterError: a result of the wrong shape or type (the embedder does not fit).
+    """
+    dense, sparse = raw
+    if dense is not None:
+        dense = as_matrix("dense embeddings", dense)
+        if dense.shape[0] != count:
+            raise ParameterError(f"embed_func returned {dense.shape[0]} vectors for {count} texts")
+    if sparse is not None:
+        sparse = list(sparse) if isinstance(sparse, (list, tuple)) else sparse
+        if not isinstance(sparse, list) or len(sparse) != count or not all(isinstance(x, dict) for x in sparse):
+            raise ParameterError(f"sparse embed_func must return {count} dicts, one per text")
+    if dense is None and sparse is None:
+        raise ParameterError("embed_func returned no embeddings (neither dense nor sparse)")
     return dense, sparse

@@ -13,6 +13,9 @@ ROLES = ("admin", "member")
 READY = "ready"
 PENDING = "pending"  # being added: chunks and vectors may be half written
 DELETING = "deleting"  # being deleted: finish the deletion on repair
+# A new version of a document is registered under knowledge_id = -<knowledge id> ("staged": no
+# query of the knowledge base sees it) until its chunks and vectors are in; one transaction then
+# removes the old row and moves the new one in, so after any crash one version is there.
 
 
 def _now() -> datetime:
@@ -55,4 +58,6 @@ class DocumentModel(RegistryBase):
     document_file_path: Mapped[str] = mapped_column(String(4096))
     status: Mapped[str] = mapped_column(String(16), default=READY)
     content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
+    # the previous version's id while its chunks and vectors are being removed after a replace
+    replaces: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     create_time: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, inspect, select, text, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mx_rag.errors import KnowledgeError, ParameterError, StorageError
@@ -61,8 +61,7 @@ class KnowledgeStore:
     def __init__(self, db_path: str) -> None:
         self.db_path = check_writable_parent("db_path", db_path)
         self._engine = sqlite_engine(self.db_path)
-        RegistryBase.metadata.create_all(self._engine)
-        _add_missing_columns(self._engine)
+        _create_schema(self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     @contextmanager
@@ -235,6 +234,59 @@ class KnowledgeStore:
         with self._session() as session:
             session.execute(delete(DocumentModel).where(DocumentModel.document_id == document_id))
 
+    def stage_document(
+        self, knowledge_name: str, file_path: str, user_id: str, replaces: int, content_hash: str | None = None
+    ) -> int:
+        """Register a new version of document ``replaces``, staged (invisible) until ``commit_documents``."""
+        check_str("file_path", file_path, 1, 4096)
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=True)
+            row = DocumentModel(
+                knowledge_id=-member.knowledge_id,
+                knowledge_name=knowledge_name,
+                document_name=os.path.basename(file_path),
+                document_file_path=file_path,
+                status=PENDING,
+                content_hash=content_hash,
+                replaces=replaces,
+            )
+            session.add(row)
+            session.flush()
+            return row.document_id
+
+    def commit_documents(self, ready: list[int], promoted: list[int]) -> None:
+        """One transaction: ``ready`` become ready; each staged document in ``promoted`` takes the
+        place of the version it replaces (whose row goes; its chunks and vectors are removed next)."""
+        with self._session() as session:
+            if ready:
+                session.execute(update(DocumentModel).where(DocumentModel.document_id.in_(ready)).values(status=READY))
+            for row in session.scalars(select(DocumentModel).where(DocumentModel.document_id.in_(promoted))):
+                session.execute(delete(DocumentModel).where(DocumentModel.document_id == row.replaces))
+                session.flush()
+                row.knowledge_id, row.status = -row.knowledge_id, READY
+
+    def staged_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
+        """New versions whose replace did not reach ``commit_documents`` (a crash interrupted it)."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            query = select(DocumentModel).where(DocumentModel.knowledge_id == -member.knowledge_id)
+            return list(session.scalars(query))
+
+    def replaced_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
+        """Committed new versions whose old version's chunks and vectors may still be there."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            query = select(DocumentModel).where(
+                DocumentModel.knowledge_id == member.knowledge_id, DocumentModel.replaces.is_not(None)
+            )
+            return list(session.scalars(query))
+
+    def clear_replaces(self, document_ids: list[int]) -> None:
+        with self._session() as session:
+            session.execute(
+                update(DocumentModel).where(DocumentModel.document_id.in_(document_ids)).values(replaces=None)
+            )
+
     def unfinished_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
         """Documents left ``pending`` or ``deleting`` by an interrupted add or delete."""
         with self._session() as session:
@@ -295,9 +347,22 @@ class KnowledgeStore:
         return rows
 
 
+def _create_schema(engine: Engine) -> None:
+    """Create the tables and add missing columns; a second process doing the same at once may win."""
+    for attempt in (1, 2):
+        try:
+            RegistryBase.metadata.create_all(engine)
+            _add_missing_columns(engine)
+            return
+        except OperationalError as exc:
+            if attempt == 2 or not re.search(r"already exists|duplicate column", str(exc.orig)):
+                raise StorageError(f"cannot create the knowledge registry: {exc.orig}") from exc
+
+
 def _add_missing_columns(engine: Engine) -> None:
-    """Registries written by earlier versions lack ``content_hash``: add it in place."""
+    """Registries written by earlier versions lack ``content_hash`` and ``replaces``: add them in place."""
     columns = {column["name"] for column in inspect(engine).get_columns("document_table")}
-    if "content_hash" not in columns:
-        with engine.begin() as connection:
-            connection.execute(text("ALTER TABLE document_table ADD COLUMN content_hash VARCHAR(64)"))
+    for name, kind in (("content_hash", "VARCHAR(64)"), ("replaces", "INTEGER")):
+        if name not in columns:
+            with engine.begin() as connection:
+                connection.execute(text(f"ALTER TABLE document_table ADD COLUMN {name} {kind}"))
