@@ -30,6 +30,8 @@ MAX_REGISTRATIONS = 1000
 MAX_FILE_TYPES = 32
 MAX_SUFFIX_LEN = 32
 MAX_PARAMS = 1024
+SPLITTER_PARAMS_DEPTH = 2  # the params dict and one level of lists or dicts in it, as in the original
+_CONTAINERS = (dict, list, tuple, set, frozenset)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 TEXT_SUFFIXES = (".pdf", ".docx", ".pptx", ".xlsx", ".md", ".markdown", ".txt", ".html", ".htm")
 # sentence ends first, so Chinese and English chunks break between sentences where they can
@@ -96,6 +98,26 @@ def _check_params(name: str, params: Any) -> dict[str, Any]:
     return dict(params)
 
 
+def _check_nesting(name: str, value: Any, depth: int, levels: int) -> None:
+    """Containers may nest ``levels`` deep (the outermost is level 1); deeper ones are refused.
+
+    Each nested container holds at most ``MAX_PARAMS`` items.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return
+    if depth > levels:
+        raise fail(name, value, f"a str, number, bool or None: parameters may nest at most {levels} levels "
+                                "(a dict holding lists or dicts of plain values)")
+    if len(value) > MAX_PARAMS:
+        raise ParameterError(f"{name} may hold at most {MAX_PARAMS} items, got {len(value)}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_nesting(f"{name}[{key!r}]", item, depth + 1, levels)
+    else:
+        for index, item in enumerate(value):
+            _check_nesting(f"{name}[{index}]", item, depth + 1, levels)
+
+
 class LoaderMng:
     """Registry of loaders and splitters by file suffix.
 
@@ -153,9 +175,15 @@ class LoaderMng:
 
     def register_splitter(self, splitter_class: type[TextSplitter], file_types: list[str],
                           splitter_params: dict[str, Any] | None = None) -> None:
-        """Use ``splitter_class`` for these suffixes; images (.jpg, .jpeg, .png) are never split."""
-        info = SplitterInfo(_check_class("splitter_class", splitter_class, TextSplitter),
-                            _check_params("splitter_params", splitter_params))
+        """Use ``splitter_class`` for these suffixes; images (.jpg, .jpeg, .png) are never split.
+
+        ``splitter_params`` values may be plain values or lists/dicts of plain values (such as
+        ``separators``); deeper nesting is refused.
+        """
+        cls = _check_class("splitter_class", splitter_class, TextSplitter)
+        params = _check_params("splitter_params", splitter_params)
+        _check_nesting("splitter_params", params, 1, SPLITTER_PARAMS_DEPTH)
+        info = SplitterInfo(cls, params)
         suffixes = _check_file_types(file_types)
         images = [suffix for suffix in suffixes if suffix in IMAGE_SUFFIXES]
         if images:

@@ -117,6 +117,33 @@ def test_register_splitter_needs_a_text_splitter() -> None:
         LoaderMng().register_splitter(TextLoader, [".txt"])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"chunk_size": 40, "test": {"chunk_overlap": {"keep_separator": False}}},
+         r"splitter_params\['test'\]\['chunk_overlap'\] must be a str, number, bool or None: parameters may nest "
+         r"at most 2 levels .*, got \{'keep_separator': False\}"),
+        ({"separators": [["\n"], " "]}, r"splitter_params\['separators'\]\[0\] must be a str, number, bool or None"),
+        ({"separators": ["x"] * 1025}, r"splitter_params\['separators'\] may hold at most 1024 items, got 1025"),
+    ],
+    ids=["dict-in-dict-in-params", "list-in-list", "too-long-list"],
+)
+def test_register_splitter_refuses_deeply_nested_params(params: dict[str, object], match: str) -> None:
+    mng = LoaderMng()
+    with pytest.raises(ParameterError, match=match):
+        mng.register_splitter(RecursiveCharacterTextSplitter, [".txt"], params)
+    assert mng.splitters == {}
+
+
+def test_register_splitter_accepts_one_level_of_nesting() -> None:
+    mng = LoaderMng()
+    params = {"chunk_size": 40, "chunk_overlap": 0, "separators": ["\n\n", " "], "keep_separator": "end"}
+    mng.register_splitter(RecursiveCharacterTextSplitter, [".txt"], params)
+    info = mng.get_splitter(".txt")
+    assert info.splitter_params == params
+    assert isinstance(info.splitter_class(**info.splitter_params), RecursiveCharacterTextSplitter)
+
+
 def test_at_most_1000_suffixes() -> None:
     mng = LoaderMng()
     for start in range(0, 1000, 25):
