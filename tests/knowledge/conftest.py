@@ -30,7 +30,7 @@ class Stores:
 
 def open_stores(root: Path) -> Stores:
     docs = root / "docs"
-    docs.mkdir(exist_ok=True)
+    docs.mkdir(parents=True, exist_ok=True)
     db = str(root / "sql.db")
     return Stores(
         root=root,
