@@ -18,6 +18,7 @@ database file.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
@@ -26,6 +27,8 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Integer, MetaD
 from mx_rag.errors import ParameterError
 from mx_rag.storage.document_store.base_storage import MAX_CHUNKS_NUM, MAX_PAGE_CONTENT, MxDocument
 from mx_rag.utils.checks import check_int, check_str, fail
+
+logger = logging.getLogger(__name__)
 
 TextFn = Callable[[str], str]
 
@@ -89,15 +92,26 @@ class ChunkCodec:
 
     Args:
         encrypt_fn: ``str -> str`` applied to chunk text before it is written.
-        decrypt_fn: ``str -> str`` applied to chunk text after it is read.
+        decrypt_fn: ``str -> str`` applied to chunk text after it is read. Optional with
+            ``encrypt_fn`` (as in the original): without it chunks read back as the stored
+            ciphertext, and a warning is logged once, here. Refused without ``encrypt_fn``: it
+            would be applied to stored plaintext.
         nul_free: the name of a database that cannot store NUL characters in text, or None.
     """
 
     def __init__(self, encrypt_fn: TextFn | None, decrypt_fn: TextFn | None, nul_free: str | None = None) -> None:
         self._encrypt_fn = _check_fn("encrypt_fn", encrypt_fn)
         self._decrypt_fn = _check_fn("decrypt_fn", decrypt_fn)
-        if (encrypt_fn is None) != (decrypt_fn is None):
-            raise ParameterError("encrypt_fn and decrypt_fn must be given together (or neither)")
+        if decrypt_fn is not None and encrypt_fn is None:
+            raise ParameterError(
+                "decrypt_fn needs encrypt_fn: without it chunks are stored as plaintext, which decrypt_fn "
+                "would be applied to on every read"
+            )
+        if encrypt_fn is not None and decrypt_fn is None:
+            logger.warning(
+                "encrypt_fn is given without decrypt_fn: chunks are stored encrypted and read back as the "
+                "stored ciphertext (page_content is what encrypt_fn returned)"
+            )
         self._nul_free = nul_free
 
     @property

@@ -62,7 +62,8 @@ class PostgresDocstore(_SqlDocstore):
         table_name: the chunk table (lower-case letters, digits and ``_``, at most 48).
         encrypt_fn: ``str -> str`` applied to chunk text before it is written. With it, no
             full-text index is kept (it would hold the plaintext).
-        decrypt_fn: ``str -> str`` applied to chunk text when it is read (with ``encrypt_fn``).
+        decrypt_fn: ``str -> str`` applied to chunk text when it is read; needs ``encrypt_fn``.
+            ``encrypt_fn`` alone is allowed (with a warning): chunks then read back encrypted.
 
     Example:
         >>> from mx_rag.storage.document_store import MxDocument, PostgresDocstore

@@ -91,7 +91,8 @@ class SQLiteDocstore(_SqlDocstore):
             means the current directory).
         encrypt_fn: ``str -> str`` applied to chunk text before it is written. With it, no
             full-text index is kept (it would hold the plaintext).
-        decrypt_fn: ``str -> str`` applied to chunk text when it is read (with ``encrypt_fn``).
+        decrypt_fn: ``str -> str`` applied to chunk text when it is read; needs ``encrypt_fn``.
+            ``encrypt_fn`` alone is allowed (with a warning): chunks then read back encrypted.
 
     Example:
         >>> from mx_rag.storage.document_store import MxDocument, SQLiteDocstore

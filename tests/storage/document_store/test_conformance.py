@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -192,9 +193,32 @@ def test_encryption_round_trip_without_plaintext_index(make_store: MakeStore) ->
     assert store.search(ids[0]).page_content == "secret words" and indexed_rows(store) == 0  # type: ignore[union-attr]
 
 
+def test_encrypt_fn_alone_stores_and_reads_back_ciphertext(make_store: MakeStore,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mx_rag.storage.document_store"):
+        store = make_store(encrypt_fn=encrypt)
+        warnings_at_construction = [r.getMessage() for r in caplog.records]
+        ids = store.add(TRICKY, document_id=3)
+        store.update([ids[0]], ["secret words"])
+        found = store.search_many(ids)
+    assert len(warnings_at_construction) == 1 and "without decrypt_fn" in warnings_at_construction[0]
+    assert len(caplog.records) == 1, "only the construction warns"
+    expected = [encrypt("secret words")] + [encrypt(d.page_content) for d in TRICKY[1:]]
+    assert [found[i].page_content for i in ids] == expected
+    assert [found[i].metadata for i in ids] == [d.metadata for d in TRICKY]
+    with store.engine.connect() as conn:
+        stored = conn.execute(text(f"SELECT chunk_content FROM {store.table_name} ORDER BY chunk_id")).scalars()
+        assert list(stored) == expected
+    assert indexed_rows(store) == 0
+    with pytest.raises(ParameterError, match="encrypt_fn"):
+        store.full_text_search("secret")
+    reader = make_store(encrypt_fn=encrypt, decrypt_fn=decrypt)  # the same database, read with the key
+    assert reader.search(ids[0]).page_content == "secret words"  # type: ignore[union-attr]
+
+
 def test_encryption_functions_are_checked(make_store: MakeStore) -> None:
-    with pytest.raises(ParameterError, match="together"):
-        make_store(encrypt_fn=encrypt)
+    with pytest.raises(ParameterError, match="decrypt_fn needs encrypt_fn"):
+        make_store(decrypt_fn=decrypt)
     with pytest.raises(ParameterError, match="encrypt_fn"):
         make_store(encrypt_fn="rot13", decrypt_fn=decrypt)
     to_bytes = make_store(encrypt_fn=lambda s: s.encode(), decrypt_fn=decrypt)
