@@ -10,6 +10,7 @@ finished operation, so the parent knows which operations completed and which one
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import re
@@ -167,5 +168,5 @@ def read_journal(root: Path) -> tuple[bool, int | None, bool]:
     """(ready, last finished operation, ran to the end)."""
     path = root / "journal"
     lines = path.read_text().split() if path.exists() else []
-    done = [int(n) for kind, n in zip(lines, lines[1:], strict=False) if kind == "done"]
+    done = [int(n) for kind, n in itertools.pairwise(lines) if kind == "done"]
     return "ready" in lines, (max(done) if done else None), "finished" in lines
