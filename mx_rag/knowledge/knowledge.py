@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mx_rag.errors import KnowledgeError, ParameterError, StorageError
-from mx_rag.knowledge.models import DELETING, PENDING, DocumentModel
+from mx_rag.knowledge.models import DELETING, PENDING, READY, DocumentModel
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
 from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
@@ -129,6 +129,7 @@ class KnowledgeDB:
         self._lock: AbstractContextManager[Any] = ProcessLock(lock_path_for(self.knowledge_store.db_path), outer=lock)
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
         self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
+        self._replaced: dict[int, int] = {}  # staged new version -> the document it replaces
         self.repair(drop_incomplete=drop_incomplete)
 
     # -- paths -----------------------------------------------------------------------------------
@@ -185,21 +186,21 @@ class KnowledgeDB:
                 raise
             finally:
                 self._new_ids.clear()
-            self._remove_replaced()
+                replaced, self._replaced = self._replaced, {}
+            self._remove_replaced({d: replaced[d] for d in promoted})
         return doc_ids
 
     def _register(self, item: PreparedFile) -> int:
         """The registry row of a file: a staged new version when it replaces a document."""
         path = str(item.path)
         if item.replace:
-            for stale in self.knowledge_store.staged_documents(self.knowledge_name, self.user_id):
-                if stale.document_file_path == path:  # left by a crashed replace of another process
-                    self._finish_delete(stale.document_id)
             current = self.knowledge_store.find_document(self.knowledge_name, path, self.user_id)
             if current is not None:
-                return self.knowledge_store.stage_document(
+                staged = self.knowledge_store.stage_document(
                     self.knowledge_name, path, self.user_id, current.document_id, item.content_hash
                 )
+                self._replaced[staged] = current.document_id
+                return staged
         doc_id = self.knowledge_store.add_doc_info(
             self.knowledge_name, item.path.name, path, self.user_id, status=PENDING, content_hash=item.content_hash
         )
@@ -271,10 +272,9 @@ class KnowledgeDB:
         with self._lock:
             docs = [row.document_id for row in self.get_all_documents()]
             unfinished = [
-                row.document_id for row in self.knowledge_store.unfinished_documents(self.knowledge_name, self.user_id)
-            ]
-            unfinished += [
-                row.document_id for row in self.knowledge_store.staged_documents(self.knowledge_name, self.user_id)
+                row.document_id
+                for row in self.knowledge_store.interrupted_documents(self.knowledge_id)
+                if row.knowledge_id != self.knowledge_id or row.status != READY or row.replaces is not None
             ]
             chunk_ids = {d: self._chunk_ids(d) for d in docs}
             vector_ids = set(self.vector_store.get_all_ids())
@@ -290,25 +290,22 @@ class KnowledgeDB:
             )
 
     def _finish_interrupted(self) -> list[int]:
-        """Undo staged replacements, finish removing replaced versions, finish adds and deletes
-        left ``pending`` or ``deleting`` (the caller holds the lock, so no writer is midway)."""
-        store, name, user = self.knowledge_store, self.knowledge_name, self.user_id
-        staged = store.staged_documents(name, user)
-        unfinished = store.unfinished_documents(name, user)
-        for row in staged + unfinished:
+        """Undo staged replacements and adds left ``pending``, finish deletes left ``deleting`` and
+        the removal of replaced versions (the caller holds the lock, so no writer is midway)."""
+        rows = self.knowledge_store.interrupted_documents(self.knowledge_id)
+        broken = [row for row in rows if row.knowledge_id != self.knowledge_id or row.status != READY]
+        for row in broken:
             logger.warning("repairing document %d left %s by an interrupted run", row.document_id, row.status)
             self._finish_delete(row.document_id)
-        self._remove_replaced()
-        return [row.document_id for row in staged + unfinished]
+        self._remove_replaced({row.document_id: row.replaces for row in rows if row not in broken and row.replaces})
+        return [row.document_id for row in broken]
 
-    def _remove_replaced(self) -> None:
+    def _remove_replaced(self, replaced: dict[int, int]) -> None:
         """Remove the chunks and vectors of versions that a committed replace superseded."""
-        rows = self.knowledge_store.replaced_documents(self.knowledge_name, self.user_id)
-        for row in rows:
-            assert row.replaces is not None
-            self._remove_content(row.replaces)
-        if rows:
-            self.knowledge_store.clear_replaces([row.document_id for row in rows])
+        for old in replaced.values():
+            self._remove_content(old)
+        if replaced:
+            self.knowledge_store.clear_replaces(list(replaced))
 
     def _delete_orphan_vectors(self) -> None:
         """Vectors whose chunks no longer exist (the chunk store lost its last commits) can never be

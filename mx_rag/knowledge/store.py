@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, inspect, select, text, update
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, inspect, or_, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -265,21 +265,19 @@ class KnowledgeStore:
                 session.flush()
                 row.knowledge_id, row.status = -row.knowledge_id, READY
 
-    def staged_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
-        """New versions whose replace did not reach ``commit_documents`` (a crash interrupted it)."""
-        with self._session() as session:
-            member = self._require(session, knowledge_name, user_id, admin=False)
-            query = select(DocumentModel).where(DocumentModel.knowledge_id == -member.knowledge_id)
-            return list(session.scalars(query))
-
-    def replaced_documents(self, knowledge_name: str, user_id: str) -> list[DocumentModel]:
-        """Committed new versions whose old version's chunks and vectors may still be there."""
-        with self._session() as session:
-            member = self._require(session, knowledge_name, user_id, admin=False)
-            query = select(DocumentModel).where(
-                DocumentModel.knowledge_id == member.knowledge_id, DocumentModel.replaces.is_not(None)
+    def interrupted_documents(self, knowledge_id: int) -> list[DocumentModel]:
+        """In one query, what a crash may have left of knowledge base ``knowledge_id``: staged new
+        versions (``knowledge_id`` negated), rows not ``ready``, and committed replacements whose
+        old version may still have chunks and vectors (``replaces`` set)."""
+        column = DocumentModel.knowledge_id
+        query = select(DocumentModel).where(
+            or_(
+                column == -knowledge_id,
+                and_(column == knowledge_id, or_(DocumentModel.status != READY, DocumentModel.replaces.is_not(None))),
             )
-            return list(session.scalars(query))
+        )
+        with self._session() as session:
+            return list(session.scalars(query.order_by(DocumentModel.document_id)))
 
     def clear_replaces(self, document_ids: list[int]) -> None:
         with self._session() as session:
