@@ -215,6 +215,9 @@ def _register_rag_commands() -> None:
     from mx_rag.cli import corag
 
     app.add_typer(corag.app, name="corag")
+    from mx_rag.cli import kb
+
+    app.add_typer(kb.app, name="kb")
 
 
 _register_rag_commands()

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from mx_rag.knowledge.handler import FileHandlerError, FilesLoadInfo, delete_files, upload_dir, upload_files
     from mx_rag.knowledge.knowledge import KnowledgeDB
     from mx_rag.knowledge.models import DocumentModel, KnowledgeModel
+    from mx_rag.knowledge.retriever import KnowledgeRetriever
     from mx_rag.knowledge.store import KnowledgeStore
 
 _LAZY = {
@@ -17,6 +18,7 @@ _LAZY = {
     "KnowledgeDB": "mx_rag.knowledge.knowledge",
     "KnowledgeModel": "mx_rag.knowledge.models",
     "DocumentModel": "mx_rag.knowledge.models",
+    "KnowledgeRetriever": "mx_rag.knowledge.retriever",
     "upload_files": "mx_rag.knowledge.handler",
     "upload_dir": "mx_rag.knowledge.handler",
     "delete_files": "mx_rag.knowledge.handler",
@@ -30,6 +32,7 @@ __all__ = [
     "FilesLoadInfo",
     "KnowledgeDB",
     "KnowledgeModel",
+    "KnowledgeRetriever",
     "KnowledgeStore",
     "delete_files",
     "upload_dir",

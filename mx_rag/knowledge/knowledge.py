@@ -27,6 +27,7 @@ import numpy as np
 
 from mx_rag.errors import KnowledgeError, ParameterError, StorageError
 from mx_rag.knowledge.models import DELETING, PENDING, READY, DocumentModel
+from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
 from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
@@ -130,7 +131,7 @@ class KnowledgeDB:
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
         self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
         self._replaced: dict[int, int] = {}  # staged new version -> the document it replaces
-        self.repair(drop_incomplete=drop_incomplete)
+        self.repaired_on_open = self.repair(drop_incomplete=drop_incomplete)  # document ids repaired
 
     # -- paths -----------------------------------------------------------------------------------
 
@@ -236,6 +237,30 @@ class KnowledgeDB:
     def document_ids(self) -> list[int]:
         """Ids of the ready documents; use them as a retrieval filter for this knowledge base."""
         return [row.document_id for row in self.get_all_documents()]
+
+    def as_retriever(
+        self,
+        embed_func: EmbedFunc,
+        k: int = 1,
+        score_threshold: float | None = None,
+        filter_dict: dict[str, Any] | None = None,
+    ) -> KnowledgeRetriever:
+        """A dense retriever that only returns this knowledge base's chunks, whatever else the
+        vector and chunk stores hold (each call reads the current documents).
+
+        Args:
+            embed_func: ``texts -> vectors``, the embedder the documents were stored with.
+            k, score_threshold, filter_dict: as ``Retriever``'s; ``filter_dict`` can only narrow.
+        """
+        return KnowledgeRetriever(
+            vector_store=self.vector_store,
+            document_store=self.chunk_store,
+            embed_func=embed_func,
+            k=k,
+            score_threshold=score_threshold,
+            filter_dict=filter_dict or {},
+            document_ids=self.document_ids,
+        )
 
     # -- consistency -----------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from mx_rag.knowledge.ingest import IngestReport, ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
+from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore
-from mx_rag.retrievers.retriever import Retriever
 
 __all__ = ["LocalKnowledge"]
 
@@ -48,9 +48,10 @@ class LocalKnowledge:
         embedding_model: str | None = None,
         chunk_size: int = 750,
         chunk_overlap: int = 150,
+        drop_incomplete: bool = False,
     ) -> LocalKnowledge:
         """Open (or create) the knowledge base in ``workdir``; ``embedding_model`` is a path or
-        a built-in name (default all-MiniLM-L6-v2)."""
+        a built-in name (default all-MiniLM-L6-v2). ``drop_incomplete`` as in ``KnowledgeDB``."""
         from mx_rag.document import LoaderMng
         from mx_rag.embedding.local import TextEmbedding
         from mx_rag.storage.document_store import SQLiteDocstore
@@ -68,6 +69,7 @@ class LocalKnowledge:
             knowledge_name=knowledge_name,
             white_paths=[str(p) for p in white_paths],
             user_id=DEFAULT_USER,
+            drop_incomplete=drop_incomplete,
         )
         return cls(knowledge, embedding, LoaderMng.with_defaults(chunk_size=chunk_size, chunk_overlap=chunk_overlap))
 
@@ -77,13 +79,6 @@ class LocalKnowledge:
             self.knowledge, [str(f) for f in files], self.loader_mng, self.embedding.embed_documents, force=True
         )
 
-    def retriever(self, k: int = 3, score_threshold: float | None = None) -> Retriever:
-        """A retriever restricted to this knowledge base's documents."""
-        return Retriever(
-            vector_store=self.knowledge.vector_store,
-            document_store=self.knowledge.chunk_store,
-            embed_func=self.embedding.embed_documents,
-            k=k,
-            score_threshold=score_threshold,
-            filter_dict={"document_id": self.knowledge.document_ids()},
-        )
+    def retriever(self, k: int = 3, score_threshold: float | None = None) -> KnowledgeRetriever:
+        """A retriever restricted to this knowledge base's documents (as they are at each call)."""
+        return self.knowledge.as_retriever(self.embedding.embed_documents, k=k, score_threshold=score_threshold)

@@ -139,3 +139,23 @@ def test_failed_forced_reupload_keeps_the_old_version(kb: KnowledgeDB, stores: S
         "The new handbook has different words entirely."]
     assert stores.chunk_store.search_by_document_id(row.document_id) == []
     assert kb.check().ok
+
+
+def test_knowledge_retriever_never_crosses_into_another_knowledge_base(stores: Stores) -> None:
+    stores.knowledge_store.add_knowledge("other", "user_two")
+    mine, theirs = stores.open(), stores.open("other", "user_two")
+    for kb, who in ((mine, "mine"), (theirs, "theirs")):
+        for i in range(5):
+            kb.add_file(write(stores.docs / f"{who}{i}.txt", who), [f"shared words about storage {i} {who}"] * 2,
+                        stores.embed)
+    unscoped = Retriever(vector_store=stores.vector_store, document_store=stores.chunk_store,
+                         embed_func=stores.embed, k=20)
+    assert any(d.page_content.endswith("theirs") for d in unscoped.invoke("shared words about storage"))
+    scoped = mine.as_retriever(stores.embed, k=20)
+    hits = scoped.invoke("shared words about storage")
+    assert len(hits) == 10 and all(d.page_content.endswith("mine") for d in hits)
+    assert scoped.invoke("shared words", k=3, filter_dict={"document_id": theirs.document_ids()}) == []
+    mine.add_file(write(stores.docs / "late.txt", "late"), ["a late document about storage"], stores.embed)
+    assert scoped.invoke("a late document about storage", k=1)[0].page_content == "a late document about storage"
+    mine.delete_file("late.txt")
+    assert all(d.page_content.endswith("mine") for d in scoped.invoke("a late document about storage", k=3))
