@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from mx_rag.errors import RemoteResponseError
+from mx_rag.errors import RemoteError, RemoteResponseError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 
+logger = logging.getLogger(__name__)
+
 TRUNCATION_MARK = "......"  # appended when the server stopped at max_tokens (original behaviour)
+EXCERPT_CHARS = 200
 
 
 def build_messages(sys_messages: Sequence[dict[str, Any]] | None, role: str, content: Any) -> list[dict]:
@@ -42,13 +46,37 @@ def chat_body(
     return body
 
 
+def _error_of(data: Any) -> str | None:
+    """The error an answer reports: ``{"error": ...}`` (OpenAI, vLLM, TGI) or
+    ``{"object": "error", "message": ...}`` (older vLLM); None for ``"error": null``."""
+    if not isinstance(data, dict):
+        return None
+    if data.get("error"):
+        return _error_text(data["error"])
+    if data.get("object") == "error":
+        return _error_text(data.get("message") or data)
+    return None
+
+
 def _first_choice(data: Any, url: str) -> dict[str, Any]:
-    if isinstance(data, dict) and "error" in data:
-        raise RemoteResponseError(f"the server reported an error: {_error_text(data['error'])}", url=url)
+    error = _error_of(data)
+    if error is not None:
+        raise RemoteResponseError(f"the server reported an error: {_short(error)}", url=url)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise RemoteResponseError(f"response has no choices: {str(data)[:200]!r}", url=url)
+        raise RemoteResponseError(f"response has no choices: {_short(str(data))!r}", url=url)
     return choices[0]
+
+
+def _short(text: str) -> str:
+    """One line of at most 200 characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def _finish_reason(choice: dict[str, Any]) -> str | None:
+    reason = choice.get("finish_reason")
+    return reason if isinstance(reason, str) and reason else None
 
 
 def parse_completion(data: Any, url: str) -> str:
@@ -57,7 +85,7 @@ def parse_completion(data: Any, url: str) -> str:
     message = choice.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     text = content if isinstance(content, str) else ""
-    if choice.get("finish_reason") == "length":
+    if _finish_reason(choice) == "length":
         text += TRUNCATION_MARK
     return text
 
@@ -94,30 +122,57 @@ def stream_deltas(lines: Iterable[str], url: str) -> Iterator[str]:
     """Text deltas of a streamed chat completion.
 
     Null and missing ``delta.content`` are skipped, content in the chunk that carries
-    ``finish_reason`` is kept, an ``{"error": ...}`` event raises, and a stream that ends with
-    neither ``[DONE]`` nor a ``finish_reason`` raises ``RemoteResponseError`` (it was cut).
+    ``finish_reason`` is kept, an ``{"error": ...}`` (or ``{"object": "error"}``) event raises
+    ``RemoteResponseError``, and so does a malformed event. A stream that ends, or breaks off,
+    before ``[DONE]`` or a ``finish_reason`` raises ``RemoteResponseError`` after the deltas
+    received so far: a partial answer never looks complete. Once the answer is finished
+    (``finish_reason`` or ``[DONE]`` seen), the rest of the body is read so the connection can
+    be reused, and a transport failure there is only logged: the answer is whole.
+    Whatever the bytes, the reader yields ``str`` deltas or raises ``RemoteError``; nothing else.
     """
     finish: str | None = None
+    received = 0
     events = sse_events(lines)
-    for payload in events:
+    while True:
+        try:
+            payload = next(events, None)
+        except RemoteError as exc:
+            if finish is None:
+                raise
+            logger.warning("the stream broke after the answer was finished, ignored: %s", exc)
+            break
+        if payload is None:
+            if finish is None:
+                raise RemoteResponseError(
+                    f"the stream ended before the answer was finished (no [DONE] and no finish_reason; "
+                    f"{received} characters received)",
+                    url=url,
+                )
+            break
         if payload.strip() == "[DONE]":
-            for _ in events:  # read to the end of the body so the connection returns to the pool
-                pass
+            _drain(events, url)
             break
         try:
             data = json.loads(payload)
-        except ValueError as exc:
-            raise RemoteResponseError(f"malformed stream event: {payload[:200]!r}", url=url) from exc
-        if isinstance(data, dict) and not data.get("choices") and "error" not in data:
+        except (ValueError, RecursionError) as exc:
+            raise RemoteResponseError(f"malformed stream event: {_short(payload)!r}", url=url) from exc
+        if isinstance(data, dict) and not data.get("choices") and _error_of(data) is None:
             continue  # e.g. a trailing usage-only chunk
         choice = _first_choice(data, url)
         delta = choice.get("delta") or {}
         content = delta.get("content") if isinstance(delta, dict) else None
         if isinstance(content, str) and content:
+            received += len(content)
             yield content
-        finish = choice.get("finish_reason") or finish
-    else:
-        if finish is None:
-            raise RemoteResponseError("the stream ended before the answer was finished", url=url)
+        finish = _finish_reason(choice) or finish
     if finish == "length":
         yield TRUNCATION_MARK
+
+
+def _drain(events: Iterator[str], url: str) -> None:
+    """Read what follows ``[DONE]`` so the connection returns to the pool; its failures do not matter."""
+    try:
+        for _ in events:
+            pass
+    except RemoteError as exc:
+        logger.debug("reading past [DONE] of %s failed, ignored: %s", url, exc)

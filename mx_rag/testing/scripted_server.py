@@ -8,11 +8,12 @@ import json as _json
 import socket
 import socketserver
 import ssl
+import struct
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -20,9 +21,10 @@ from typing import Any, cast
 
 from mx_rag.testing.replies import Reply, default_reply
 
-__all__ = ["RecordedRequest", "ScriptedServer"]
+__all__ = ["Fault", "RecordedRequest", "ScriptedServer"]
 
 _MAX_LINE = 65536
+_FLOOD_BLOCK = b"x" * 65536
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,58 @@ class RecordedRequest:
     body: bytes
     json: Any
     client_cert: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Fault(Reply):
+    """A reply that breaks the connection, for network-fault tests; enqueue it like any ``Reply``::
+
+        srv.enqueue(Fault.hang())                                   # read the request, never answer
+        srv.enqueue(Fault.hang(Reply.chat("hi"), after=5))          # head and 5 body bytes, then stall
+        srv.enqueue(Fault.reset())                                  # a TCP reset instead of a response
+        srv.enqueue(Fault.reset(Reply.stream(["a", "b"]), after=2)) # head and 2 HTTP chunks, then reset
+        srv.enqueue(Fault.flood(1 << 30, chunked=True))             # a 1 GiB body, made while it is sent
+
+    ``after`` counts HTTP chunks for a chunked reply (``Reply.stream`` sends its role chunk
+    first) and body bytes for one with ``Content-Length``. A hanging connection is held open
+    until the server stops or ``hold`` seconds pass. A reset closes the socket with
+    ``SO_LINGER`` 0: the client gets ``ECONNRESET`` (over TLS: no close_notify either).
+    """
+
+    then: str = ""  # "hang" or "reset" once the head and `after` units are sent
+    send_head: bool = True
+    after: int = 0
+    hold: float = 60.0
+    flood_size: int | None = None  # not None: a body of this many b"x" bytes, generated while sent
+
+    @classmethod
+    def hang(cls, reply: Reply | None = None, *, after: int = 0, hold: float = 60.0) -> Fault:
+        """Send nothing (``reply`` None) or ``reply``'s head and first ``after`` units, then stall."""
+        return cls._wrap(reply, "hang", after, hold)
+
+    @classmethod
+    def reset(cls, reply: Reply | None = None, *, after: int = 0) -> Fault:
+        """Send nothing (``reply`` None) or ``reply``'s head and first ``after`` units, then reset."""
+        return cls._wrap(reply, "reset", after, 0.0)
+
+    @classmethod
+    def flood(cls, size: int, *, chunked: bool = False, content_type: str = "application/json") -> Fault:
+        """A 200 with a ``size``-byte body (``Content-Length``, or chunked without it); the bytes are
+        produced as they are sent, so a huge body costs the test no memory."""
+        if size < 0:
+            raise ValueError(f"size must be >= 0, got {size}")
+        return cls(headers=(("Content-Type", content_type),), chunks=() if chunked else None, flood_size=size)
+
+    @classmethod
+    def _wrap(cls, reply: Reply | None, then: str, after: int, hold: float) -> Fault:
+        if after < 0:
+            raise ValueError(f"after must be >= 0, got {after}")
+        if reply is None:
+            return cls(then=then, send_head=False, hold=hold)
+        if reply.close_without_reply or isinstance(reply, Fault):
+            raise ValueError("Fault wraps an ordinary Reply (not drop() or another Fault)")
+        values = {f.name: getattr(reply, f.name) for f in fields(Reply)}
+        return cls(**values, then=then, after=after, hold=hold)
 
 
 def _parse_json(body: bytes) -> Any:
@@ -143,21 +197,34 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.close_without_reply:
             self.close_connection = True
             return
+        fault = reply if isinstance(reply, Fault) else None
+        if fault is not None and not fault.send_head:
+            self._break(fault)
+            return
         lines = [f"HTTP/1.1 {reply.code} {_reason(reply.code)}", f"Date: {self.date_time_string()}",
                  "Server: mx-rag-scripted"]
         lines += [f"{name}: {value}" for name, value in reply.headers]
         if self.close_connection:
             lines.append("Connection: close")
+        if fault is not None and fault.flood_size is not None:
+            self._flood(lines, fault.flood_size, chunked=reply.chunks is not None)
+            return
         if reply.chunks is None:
             has_body = reply.code >= 200 and reply.code not in (204, 304)
             if has_body:
                 lines.append(f"Content-Length: {len(reply.body)}")
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            if fault is not None:
+                self.wfile.write(head + reply.body[: fault.after])
+                self._break(fault)
+                return
             self.wfile.write(head + reply.body if has_body else head)
             return
         lines.append("Transfer-Encoding: chunked")
         self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         for index, chunk in enumerate(reply.chunks):
+            if fault is not None and index >= fault.after:
+                break
             if index and reply.chunk_delay > 0:
                 time.sleep(reply.chunk_delay)
             if reply.cut_after is not None and index >= reply.cut_after:
@@ -165,16 +232,46 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if chunk:
                 self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+        if fault is not None:
+            self._break(fault)
+            return
         if reply.cut_after is not None:
             self._cut()
             return
         self.wfile.write(b"0\r\n\r\n")
+
+    def _flood(self, lines: list[str], size: int, *, chunked: bool) -> None:
+        lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {size}")
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        left = size
+        while left > 0:  # an OSError (the client gave up) ends the handler quietly
+            block = _FLOOD_BLOCK[: min(left, len(_FLOOD_BLOCK))]
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(block), block) if chunked else block)
+            left -= len(block)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _break(self, fault: Fault) -> None:
+        self.close_connection = True
+        if fault.then == "reset":
+            self._reset()
+        else:
+            self.server.stopping.wait(fault.hold)
 
     def _cut(self) -> None:
         """Close the connection mid-body: no terminating chunk (and no TLS close_notify)."""
         self.close_connection = True
         with contextlib.suppress(OSError):
             socket.socket.shutdown(self.connection, socket.SHUT_WR)
+
+    def _reset(self) -> None:
+        """Close the socket with SO_LINGER 0, so the kernel sends RST instead of FIN."""
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with contextlib.suppress(OSError):
+            self.rfile.close()  # the socket really closes only once no makefile() uses it
+        with contextlib.suppress(OSError):
+            self.connection.close()  # SSLSocket.close sends no close_notify either
 
 
 class _Server(ThreadingHTTPServer):
@@ -191,6 +288,7 @@ class _Server(ThreadingHTTPServer):
         self.ssl_context = ssl_context
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
+        self.stopping = threading.Event()  # wakes handlers held by Fault.hang
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
@@ -209,6 +307,7 @@ class _Server(ThreadingHTTPServer):
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         with self.connections_lock:
             self.connections.add(request)
+        self.owner._count_connection()
         try:
             super().process_request_thread(request, client_address)
         finally:
@@ -231,8 +330,9 @@ class _Server(ThreadingHTTPServer):
 class ScriptedServer:
     """An OpenAI-compatible HTTP(S) server on 127.0.0.1 that answers from a FIFO of scripted replies.
 
-    Each request consumes one queued :class:`Reply`; with the queue empty it echoes chat
-    completions and serves ``/models``, ``text2img`` and ``img2img`` defaults::
+    Each request consumes one queued :class:`Reply` (or :class:`Fault`, which breaks the
+    connection); with the queue empty it echoes chat completions and serves ``/models``,
+    ``text2img`` and ``img2img`` defaults::
 
         with ScriptedServer() as srv:
             srv.enqueue(Reply.chat("hi"), Reply.status(500))
@@ -250,6 +350,7 @@ class ScriptedServer:
         self._lifecycle = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
+        self._connection_count = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -275,6 +376,7 @@ class ScriptedServer:
             self._server = self._thread = None
         if server is None:
             return
+        server.stopping.set()
         server.shutdown()
         server.server_close()
         server.close_connections()
@@ -325,11 +427,22 @@ class ScriptedServer:
         with self._lock:
             return len(self._queue)
 
+    @property
+    def connection_count(self) -> int:
+        """TCP connections accepted so far, failed TLS handshakes included (0 after ``reset()``)."""
+        with self._lock:
+            return self._connection_count
+
     def reset(self) -> None:
-        """Clear the reply queue and the recorded requests."""
+        """Clear the reply queue, the recorded requests and the connection count."""
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._connection_count = 0
+
+    def _count_connection(self) -> None:
+        with self._lock:
+            self._connection_count += 1
 
     def _take(self, record: RecordedRequest) -> Reply | None:
         with self._lock:

@@ -6,25 +6,52 @@ reused across calls and threads. It adds what model services need and httpx leav
 TLS built from ``ClientParam`` (CA pinning, CRL, client certificates), a total deadline, retries
 with exponential backoff on connection errors, 429 and 5xx, and response size caps that hold
 whether or not the server sends ``Content-Length``.
+
+Failure policy (every failure is an ``mx_rag.errors.RemoteError`` whose one-line message names
+the URL; the httpx exception is only its ``__cause__``):
+
+* Retried, at most ``ClientParam.retries`` times: connection failures (refused, reset, closed
+  without a response, connect timeout) and HTTP 429, 500, 502, 503 and 504; for ``post_json``
+  also a body cut off mid-way. The wait is ``backoff * 2**attempt`` seconds, or the server's
+  ``Retry-After`` (seconds or an HTTP date), each at most 30 s.
+* Not retried: read timeouts (the server may still be working on the request), TLS failures
+  (certificate, host name, revocation, client certificate refused: a retry fails the same way),
+  other statuses (400, 401, 404, 501...) and oversized bodies; a stream once it has started.
+* ``ClientParam.deadline`` bounds the whole call: each attempt's connect and read timeouts are
+  cut to the time left, it is checked between body chunks, and a retry whose wait (backoff or
+  ``Retry-After``) would pass it ends the call at once with ``RemoteTimeoutError`` instead of
+  sleeping. A call can outlast the deadline by at most one read (itself cut to the time left
+  when the attempt began).
+* Status errors are ``RemoteStatusError`` (``status_code``, ``body``: the first 500 characters);
+  timeouts ``RemoteTimeoutError``; refused, reset and TLS failures ``RemoteConnectionError``; a
+  body cut off, undecodable or malformed ``RemoteResponseError``; a body, streamed line or
+  streamed event over ``response_limit_size`` ``ResponseTooLargeError``, raised as soon as the
+  excess is seen (a too large ``Content-Length`` before any of the body is read).
 """
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import json
 import logging
+import math
 import os
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from mx_rag.errors import (
+    BODY_EXCERPT_CHARS,
     ParameterError,
     RemoteConnectionError,
+    RemoteError,
     RemoteResponseError,
     RemoteStatusError,
     RemoteTimeoutError,
@@ -39,6 +66,11 @@ logger = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF = 30.0
 ERROR_BODY_BYTES = 4096
+MESSAGE_EXCERPT_CHARS = 200
+
+# Transport failures that mean "the server did not answer": retried (TLS failures excepted).
+_RETRIED_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
+                      httpx.RemoteProtocolError)
 
 
 @dataclass(frozen=True)
@@ -55,10 +87,11 @@ class HttpResponse:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
+        """The parsed body; ``RemoteResponseError`` when it is not JSON (or nested too deeply)."""
         try:
             return json.loads(self.content)
-        except ValueError as exc:
-            excerpt = self.text[:200]
+        except (ValueError, RecursionError) as exc:
+            excerpt = self.text[:MESSAGE_EXCERPT_CHARS]
             raise RemoteResponseError(f"response is not valid JSON: {excerpt!r}", url=self.url) from exc
 
 
@@ -79,39 +112,137 @@ def check_url(name: str, url: Any, param: ClientParam) -> str:
 
 
 def build_ssl_context(param: ClientParam) -> ssl.SSLContext:
-    """TLS 1.2+, certificate and host name verified; ``ca_file`` pins trust to that CA."""
+    """TLS 1.2+, certificate and host name verified; ``ca_file`` pins trust to that CA.
+
+    ``crl_file`` (PEM CRLs only: a certificate in it would be trusted as a CA, so one is
+    refused) turns on revocation checking of the server's certificate: a revoked one, or one
+    whose issuer has no CRL in the file, fails the handshake. Without any TLS file, one
+    context on the system trust store is shared by all clients (loading the store takes tens
+    of milliseconds; the context is never changed once made).
+    """
+    if not (param.ca_file or param.crl_file or param.cert_file or param.key_file):
+        return _system_store_context()
     for name in ("ca_file", "crl_file", "cert_file", "key_file"):
         path = getattr(param, name)
         if path and not os.path.isfile(path):
             raise fail(f"ClientParam.{name}", path, "an existing file")
+    if param.crl_file and _holds_certificate(param.crl_file):
+        raise fail("ClientParam.crl_file", param.crl_file,
+                   "a PEM file of CRLs only (it holds a certificate, which would be trusted as a CA)")
     try:
-        ctx = ssl.create_default_context(cafile=param.ca_file or None)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx = _new_context(param.ca_file or None)
         if param.crl_file:
             ctx.load_verify_locations(cafile=param.crl_file)
             ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
         if param.cert_file:
             ctx.load_cert_chain(param.cert_file, param.key_file or None)
     except (ssl.SSLError, OSError) as exc:
-        raise ParameterError(f"ClientParam TLS files could not be loaded: {exc}") from exc
+        raise ParameterError(f"ClientParam TLS files could not be loaded: {_one_line(str(exc))}") from exc
     return ctx
 
 
-class _Deadline:
-    def __init__(self, seconds: float | None) -> None:
-        self.end = None if seconds is None else time.monotonic() + seconds
+def _new_context(cafile: str | None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
 
-    def remaining(self, url: str) -> float | None:
+
+@functools.lru_cache(maxsize=1)
+def _system_store_context() -> ssl.SSLContext:
+    return _new_context(None)
+
+
+def _holds_certificate(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return b"-----BEGIN CERTIFICATE-----" in file.read()
+    except OSError as exc:
+        raise ParameterError(f"ClientParam.crl_file {path!r} could not be read: {exc}") from exc
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delay-seconds or an HTTP date.
+
+    None when absent or unreadable; a date in the past is 0.
+
+    Example:
+        >>> parse_retry_after("2"), parse_retry_after("soon")
+        (2.0, None)
+        >>> parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT",
+        ...                   now=datetime(2015, 10, 21, 7, 28, tzinfo=timezone.utc))
+        10.0
+    """
+    text = (value or "").strip()
+    if not text:
+        return None
+    if text.isascii() and text.replace(".", "", 1).isdigit():
+        seconds = float(text)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class _Call:
+    """One call: its deadline, its attempts, and the waits between them."""
+
+    def __init__(self, param: ClientParam, url: str) -> None:
+        self.param = param
+        self.url = url
+        self.end = None if param.deadline is None else time.monotonic() + param.deadline
+        self.attempt = 0
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline; ``RemoteTimeoutError`` when it has passed."""
         if self.end is None:
             return None
         left = self.end - time.monotonic()
         if left <= 0:
-            raise RemoteTimeoutError("the total deadline (ClientParam.deadline) ran out", url=url)
+            raise RemoteTimeoutError(
+                f"the total deadline (ClientParam.deadline={self.param.deadline:g} s) ran out", url=self.url
+            )
         return left
+
+    def timeout(self) -> httpx.Timeout:
+        remaining = self.remaining()
+        read = self.param.timeout
+        connect = self.param.connect_timeout or self.param.timeout
+        if remaining is not None:
+            read, connect = min(read, remaining), min(connect, remaining)
+        return httpx.Timeout(read, connect=connect)
+
+    def retry(self, error: RemoteError, reason: str, retry_after: str | None = None) -> None:
+        """Wait before the next attempt, or raise ``error`` when no retry is left or fits."""
+        if self.attempt >= self.param.retries:
+            raise error
+        delay = min(self.param.backoff * (2**self.attempt), MAX_BACKOFF)
+        asked = parse_retry_after(retry_after)
+        if asked is not None:
+            delay = min(asked, MAX_BACKOFF)
+        try:
+            remaining = self.remaining()
+        except RemoteTimeoutError as exc:
+            raise exc from error
+        if remaining is not None and delay >= remaining:
+            raise RemoteTimeoutError(
+                f"gave up after {reason}: the retry in {delay:.2f} s would pass the deadline "
+                f"(ClientParam.deadline={self.param.deadline:g} s, {remaining:.2f} s left)",
+                url=self.url,
+            ) from error
+        self.attempt += 1
+        logger.info("retrying %s after %s in %.2f s (attempt %d)", self.url, reason, delay, self.attempt + 1)
+        time.sleep(delay)
 
 
 class HttpClient:
     """A pooled, thread-safe JSON-over-HTTP client configured by ``ClientParam``.
+
+    See the module documentation for what is retried and which error each failure raises.
 
     Example:
         >>> from mx_rag.utils import ClientParam
@@ -124,7 +255,7 @@ class HttpClient:
         self._headers = param.request_headers()
         self._client = httpx.Client(
             verify=build_ssl_context(param),
-            timeout=self._timeout(None),
+            timeout=httpx.Timeout(param.timeout, connect=param.connect_timeout or param.timeout),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             trust_env=False,
             follow_redirects=False,
@@ -140,82 +271,63 @@ class HttpClient:
         self.close()
 
     def post_json(self, url: str, payload: Any) -> HttpResponse:
-        """POST ``payload`` as JSON and read the whole body (at most ``response_limit_size``)."""
-        deadline = _Deadline(self.param.deadline)
-        with self._open(url, payload, deadline) as response:
-            content = b"".join(self._capped_chunks(response, url, deadline))
+        """POST ``payload`` as JSON and read the whole body (at most ``response_limit_size``).
+
+        A body cut off mid-way is retried like a connection failure: nothing was returned yet.
+        """
+        call = _Call(self.param, url)
+        while True:
+            response = self._open(call, payload)
+            try:
+                content = b"".join(self._capped_chunks(response, call))
+            except RemoteResponseError as exc:
+                if not _is_cut(exc):
+                    raise
+                call.retry(exc, "a body cut off")
+                continue
+            finally:
+                response.close()
             return HttpResponse(response.status_code, response.headers, content, url)
 
     def stream_lines(self, url: str, payload: Any) -> Iterator[str]:
-        """POST ``payload`` and yield the response body line by line (each line capped in size).
+        """POST ``payload`` and yield the response body line by line.
 
-        Retries happen only before the response starts. A body that ends in a broken transfer
-        raises ``RemoteResponseError``.
+        Each line, and each event (the lines up to a blank one), is at most
+        ``response_limit_size`` bytes. Retries happen only before the response starts; a body
+        that ends in a broken transfer raises ``RemoteResponseError``.
         """
-        deadline = _Deadline(self.param.deadline)
-        limit = self.param.response_limit_size
-        with self._open(url, payload, deadline) as response:
-            buffer = b""
-            for chunk in self._chunks(response, url, deadline):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in (*lines, buffer):
-                    if len(line) > limit:
-                        raise ResponseTooLargeError(
-                            f"a streamed line exceeded response_limit_size={limit} bytes", url=url
-                        )
-                for line in lines:
-                    yield line.rstrip(b"\r").decode("utf-8", errors="replace")
-            if buffer:
-                yield buffer.rstrip(b"\r").decode("utf-8", errors="replace")
+        call = _Call(self.param, url)
+        response = self._open(call, payload)
+        try:
+            yield from split_lines(self._chunks(response, call), self.param.response_limit_size, url)
+        finally:
+            response.close()
 
     # -- internals -------------------------------------------------------------------------
 
-    def _timeout(self, remaining: float | None) -> httpx.Timeout:
-        read = self.param.timeout if remaining is None else min(self.param.timeout, remaining)
-        connect = self.param.connect_timeout or self.param.timeout
-        if remaining is not None:
-            connect = min(connect, remaining)
-        return httpx.Timeout(read, connect=connect)
-
-    def _open(self, url: str, payload: Any, deadline: _Deadline) -> _OpenResponse:
-        attempt = 0
+    def _open(self, call: _Call, payload: Any) -> httpx.Response:
+        """Send until a 2xx response starts (its body unread), retrying what the policy allows."""
         while True:
-            timeout = self._timeout(deadline.remaining(url))
             request = self._client.build_request(
-                "POST", url, json=payload, headers=self._headers, timeout=timeout
+                "POST", call.url, json=payload, headers=self._headers, timeout=call.timeout()
             )
             try:
                 response = self._client.send(request, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
-                if attempt >= self.param.retries:
-                    raise _transport_error(exc, url) from exc
-                self._sleep_before_retry(attempt, None, deadline, url, repr(exc))
             except httpx.TransportError as exc:
-                raise _transport_error(exc, url) from exc
-            else:
-                if response.is_success:
-                    return _OpenResponse(response)
-                if response.status_code not in RETRY_STATUSES or attempt >= self.param.retries:
-                    raise self._status_error(response, url)
-                retry_after = response.headers.get("retry-after")
-                response.close()
-                self._sleep_before_retry(attempt, retry_after, deadline, url, str(response.status_code))
-            attempt += 1
-
-    def _sleep_before_retry(
-        self, attempt: int, retry_after: str | None, deadline: _Deadline, url: str, reason: str
-    ) -> None:
-        delay = min(self.param.backoff * (2**attempt), MAX_BACKOFF)
-        if retry_after and retry_after.strip().isdigit():
-            delay = min(float(retry_after), MAX_BACKOFF)
-        remaining = deadline.remaining(url)
-        if remaining is not None and delay >= remaining:
-            raise RemoteTimeoutError(f"the deadline ran out while retrying after {reason}", url=url)
-        logger.info("retrying %s after %s in %.2f s (attempt %d)", url, reason, delay, attempt + 1)
-        time.sleep(delay)
+                error = _transport_error(exc, call.url)
+                if not isinstance(exc, _RETRIED_TRANSPORT) or _tls_failure(exc) is not None:
+                    raise error from exc
+                call.retry(error, _describe(exc))
+                continue
+            if response.is_success:
+                return response
+            status_error = self._status_error(response, call.url)
+            if response.status_code not in RETRY_STATUSES:
+                raise status_error
+            call.retry(status_error, f"HTTP {response.status_code}", response.headers.get("retry-after"))
 
     def _status_error(self, response: httpx.Response, url: str) -> RemoteStatusError:
+        """The error for a non-2xx response: its first bytes are read, then it is closed."""
         body = b""
         try:
             for chunk in response.iter_bytes():
@@ -226,47 +338,121 @@ class HttpClient:
             pass
         finally:
             response.close()
-        return RemoteStatusError(response.status_code, body.decode("utf-8", errors="replace"), url=url)
+        text = body.decode("utf-8", errors="replace")
+        error = RemoteStatusError(response.status_code, _one_line(text), url=url)  # a one-line message
+        error.body = text[:BODY_EXCERPT_CHARS]  # ... and the body as sent
+        return error
 
-    def _chunks(self, response: httpx.Response, url: str, deadline: _Deadline) -> Iterator[bytes]:
+    def _chunks(self, response: httpx.Response, call: _Call) -> Iterator[bytes]:
         try:
             for chunk in response.iter_bytes():
-                deadline.remaining(url)
+                call.remaining()
                 yield chunk
         except httpx.TimeoutException as exc:
-            raise RemoteTimeoutError(f"reading the response timed out: {exc!r}", url=url) from exc
+            raise RemoteTimeoutError(f"reading the response timed out: {_describe(exc)}", url=call.url) from exc
         except httpx.TransportError as exc:
-            raise RemoteResponseError(f"the response was cut off: {exc!r}", url=url) from exc
+            raise RemoteResponseError(f"the response was cut off: {_describe(exc)}", url=call.url) from exc
+        except httpx.DecodingError as exc:
+            encoding = response.headers.get("content-encoding", "")
+            raise RemoteResponseError(
+                f"the response body could not be decoded (Content-Encoding {encoding!r}): {_describe(exc)}",
+                url=call.url,
+            ) from exc
 
-    def _capped_chunks(self, response: httpx.Response, url: str, deadline: _Deadline) -> Iterator[bytes]:
+    def _capped_chunks(self, response: httpx.Response, call: _Call) -> Iterator[bytes]:
         limit = self.param.response_limit_size
-        declared = response.headers.get("content-length", "")
+        declared = response.headers.get("content-length", "").strip()
         if declared.isdigit() and int(declared) > limit:
             raise ResponseTooLargeError(
-                f"response of {declared} bytes exceeds response_limit_size={limit}", url=url
+                f"response of {declared} bytes exceeds response_limit_size={limit}", url=call.url
             )
         total = 0
-        for chunk in self._chunks(response, url, deadline):
+        for chunk in self._chunks(response, call):
             total += len(chunk)
             if total > limit:
-                raise ResponseTooLargeError(f"response exceeds response_limit_size={limit} bytes", url=url)
+                raise ResponseTooLargeError(f"response exceeds response_limit_size={limit} bytes", url=call.url)
             yield chunk
 
 
-class _OpenResponse:
-    """Context manager closing a streamed ``httpx.Response``."""
+def split_lines(chunks: Iterable[bytes], limit: int, url: str) -> Iterator[str]:
+    """The lines of a byte stream (``\\n`` or ``\\r\\n`` ended), decoded as UTF-8 with replacement.
 
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
+    ``ResponseTooLargeError`` as soon as a line, or an event (the lines since the last blank
+    one, as in server-sent events), grows past ``limit`` bytes: nothing larger is buffered.
+    Linear in the input however it is chunked.
+    """
+    pending: list[bytes] = []  # pieces of the line not ended yet
+    line_size = event_size = 0
+    for chunk in chunks:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            line_size += len(piece)
+            event_size += len(piece)
+            if line_size > limit or event_size > limit:
+                what = "line" if line_size > limit else "event"
+                raise ResponseTooLargeError(f"a streamed {what} exceeded response_limit_size={limit} bytes", url=url)
+            if end < 0:
+                if piece:
+                    pending.append(piece)
+                break
+            line = b"".join((*pending, piece)) if pending else piece
+            pending, line_size = [], 0
+            text = _decode_line(line)
+            if not text:
+                event_size = 0
+            yield text
+            start = end + 1
+    if pending:
+        yield _decode_line(b"".join(pending))
 
-    def __enter__(self) -> httpx.Response:
-        return self.response
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.response.close()
+def _decode_line(line: bytes) -> str:
+    return (line[:-1] if line.endswith(b"\r") else line).decode("utf-8", errors="replace")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(text.split())
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line description of a transport exception: its type and, shortened, its text."""
+    text = _one_line(str(exc))
+    if len(text) > MESSAGE_EXCERPT_CHARS:
+        text = text[:MESSAGE_EXCERPT_CHARS] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind ``exc`` (certificate, host name, alert), if any; a bare TLS EOF is not one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError) and not isinstance(current, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _is_cut(exc: RemoteResponseError) -> bool:
+    """Whether ``exc`` is a body broken off by the network (not a malformed or too large one)."""
+    return isinstance(exc.__cause__, _RETRIED_TRANSPORT) and _tls_failure(exc.__cause__) is None
 
 
 def _transport_error(exc: httpx.TransportError, url: str) -> RemoteConnectionError | RemoteTimeoutError:
+    """Our error for an httpx transport failure, with ``exc`` as its ``__cause__``."""
+    error: RemoteConnectionError | RemoteTimeoutError
     if isinstance(exc, httpx.TimeoutException):
-        return RemoteTimeoutError(f"timed out: {exc!r}", url=url)
-    return RemoteConnectionError(f"connection failed: {exc!r}", url=url)
+        phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the response"
+        if isinstance(exc, httpx.PoolTimeout):
+            phase = "waiting for a free pooled connection"
+        error = RemoteTimeoutError(f"timed out {phase}: {_describe(exc)}", url=url)
+    elif _tls_failure(exc) is not None:
+        error = RemoteConnectionError(f"TLS failed: {_describe(exc)}", url=url)
+    else:
+        error = RemoteConnectionError(f"connection failed: {_describe(exc)}", url=url)
+    error.__cause__ = exc
+    return error
