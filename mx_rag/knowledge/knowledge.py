@@ -29,6 +29,7 @@ from mx_rag.errors import KnowledgeError, ParameterError, StorageError
 from mx_rag.knowledge.models import DELETING, PENDING, READY, DocumentModel
 from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
+from mx_rag.retrievers.retriever import Retriever
 from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str, fail
@@ -252,15 +253,21 @@ class KnowledgeDB:
             embed_func: ``texts -> vectors``, the embedder the documents were stored with.
             k, score_threshold, filter_dict: as ``Retriever``'s; ``filter_dict`` can only narrow.
         """
-        return KnowledgeRetriever(
-            vector_store=self.vector_store,
-            document_store=self.chunk_store,
-            embed_func=embed_func,
-            k=k,
-            score_threshold=score_threshold,
-            filter_dict=filter_dict or {},
-            document_ids=self.document_ids,
+        return self.scoped(
+            Retriever(
+                vector_store=self.vector_store,
+                document_store=self.chunk_store,
+                embed_func=embed_func,
+                k=k,
+                score_threshold=score_threshold,
+                filter_dict=filter_dict or {},
+            )
         )
+
+    def scoped(self, retriever: Any) -> KnowledgeRetriever:
+        """``retriever`` (any mx_rag retriever taking a per-call ``filter_dict``) limited to this
+        knowledge base's current documents."""
+        return KnowledgeRetriever(retriever=retriever, document_ids=self.document_ids)
 
     # -- consistency -----------------------------------------------------------------------------
 

@@ -1,37 +1,54 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``KnowledgeRetriever``: a ``Retriever`` that only ever returns one knowledge base's chunks.
+"""``KnowledgeRetriever``: any mx_rag retriever, limited to one knowledge base's chunks.
 
 Several knowledge bases may share one vector store and one chunk store (the seeds' wiring: one
-``MindFAISS`` and one ``SQLiteDocstore`` for every user). A plain ``Retriever`` then searches all
-of them unless its caller passes the right ``filter_dict``. This one is scoped by construction:
-every call searches only the documents that are ready in its knowledge base at that moment
-(within any ``filter_dict`` of the call), so documents added or deleted since, by this process or
-another, are followed. Build it with ``KnowledgeDB.as_retriever``.
+``MindFAISS`` and one ``SQLiteDocstore`` for every user). A plain retriever then searches all of
+them unless its caller passes the right ``filter_dict``. This one is scoped by construction:
+every call passes the wrapped retriever a ``filter_dict`` of the documents that are ready in the
+knowledge base at that moment (within the call's own ``filter_dict``, if any), so documents
+added or deleted since, by this process or another, are followed. Build it with
+``KnowledgeDB.as_retriever`` (dense) or ``KnowledgeDB.scoped(retriever)`` (any retriever that
+takes a per-call ``filter_dict``: ``Retriever``, ``HybridRetriever``, ``FullTextRetriever``,
+``MultiQueryRetriever``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from pydantic import field_validator
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, ValidationError, field_validator
 
-from mx_rag.retrievers.call_settings import CallSettings
-from mx_rag.retrievers.retriever import Retriever
-from mx_rag.utils.checks import fail
+from mx_rag.retrievers.call_settings import check_filter_dict
+from mx_rag.utils.checks import as_parameter_error, fail
 
 __all__ = ["KnowledgeRetriever"]
 
 
-class KnowledgeRetriever(Retriever):
-    """A ``Retriever`` whose every search is limited to ``document_ids()``.
+class KnowledgeRetriever(BaseRetriever):
+    """``retriever``, searching only the documents ``document_ids()`` returns at each call.
 
     Args:
-        document_ids: returns the ids of the documents that may be returned (read on each call).
-        The other arguments are ``Retriever``'s.
+        retriever: an mx_rag retriever that honours a per-call ``filter_dict``.
+        document_ids: returns the ids of the documents that may be returned.
+
+    ``invoke`` takes the wrapped retriever's per-call settings (``k``, ``score_threshold``,
+    ``filter_dict``); a ``filter_dict`` can only narrow the knowledge base, never widen it.
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    retriever: BaseRetriever
     document_ids: Callable[[], list[int]]
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise as_parameter_error(exc) from exc
 
     @field_validator("document_ids", mode="before")
     @classmethod
@@ -40,5 +57,10 @@ class KnowledgeRetriever(Retriever):
             raise fail("document_ids", value, "a callable returning a list of document ids")
         return value
 
-    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
-        return super()._call_settings(kwargs).narrowed_to(self.document_ids())
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
+    ) -> list[Document]:
+        allowed = set(self.document_ids())
+        given = check_filter_dict(kwargs.pop("filter_dict", None)).get("document_id")
+        ids = allowed if given is None else allowed.intersection(given)
+        return self.retriever.invoke(query, filter_dict={"document_id": sorted(ids)}, **kwargs)
