@@ -20,13 +20,12 @@ The retriever keeps no per-call state: one instance serves many threads.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from mx_rag.graphrag.graph_store import GraphStore, Subgraph
@@ -36,6 +35,7 @@ from mx_rag.graphrag.registry import ChunkRegistry
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.reranker.reranker import Reranker
+from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_str
 from mx_rag.utils.common import TEXT_MAX_LEN, Lang
@@ -43,19 +43,23 @@ from mx_rag.utils.common import TEXT_MAX_LEN, Lang
 __all__ = ["DECAY", "GraphRetriever"]
 
 DECAY = 0.5
+MAX_CONTEXTS = 1000  # the range of reranker_top_k (GraphRAGPipeline.as_retriever), and of a call's k
 MAX_NGRAM_WORDS = 6
 NGRAM_SCAN_CHARS = 2000
 _WORD = re.compile(r"[\w'’.\-]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
 
-class GraphRetriever(BaseRetriever):
+class GraphRetriever(CallSettingsRetriever):
     """A LangChain retriever over a graph built by ``GraphRAGPipeline`` (make it with
     ``pipeline.as_retriever(...)``).
 
     ``invoke(question)`` returns ``Document``s: chunk texts (``metadata["type"] == "chunk"``,
     with ``source``, ``chunk_id`` and ``score``) or, with ``use_text=False``, relation triples
     (``"relation"``, with ``chunk_ids`` and ``score``), best first.
+
+    ``invoke(question, k=n)`` keeps at most ``n`` contexts, in [1, 1000], for that call (in place
+    of ``reranker_top_k``).
 
     Example:
         >>> retriever = pipeline.as_retriever(subgraph_depth=2, reranker_top_k=5)
@@ -85,16 +89,24 @@ class GraphRetriever(BaseRetriever):
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:
         return cls(embed_query=embedding.embed_query, embed_documents=embedding.embed_documents, **fields)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
+        """``k`` (contexts kept) is ``reranker_top_k`` unless the call gives one."""
+        defaults = CallSettings(k=self.reranker_top_k)
+        return resolve_call_settings(type(self).__name__, kwargs, defaults, ("k",), max_k=MAX_CONTEXTS)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
+    ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
+        top_k = self._call_settings(kwargs).k
         seeds = self.link(query)
         if not seeds:
             return []
         best = sorted(seeds, key=lambda n: (-seeds[n], n))[: self.max_nodes]
         sub = self.graph.expand(best, self.subgraph_depth, self.max_nodes)
         scores = _propagate(sub, {n: seeds[n] for n in best})
-        docs = self._chunk_documents(sub, scores) if self.use_text else self._triple_documents(sub, scores)
-        docs = docs[: self.reranker_top_k]
+        docs = self._chunk_documents(sub, scores, top_k) if self.use_text else self._triple_documents(sub, scores)
+        docs = docs[:top_k]
         if self.reranker is not None and docs:
             docs = self.reranker.rerank_top_k(docs, self.reranker.rerank(query, [d.page_content for d in docs]))
         return _within_budget(docs, self.max_context_chars)
@@ -134,7 +146,7 @@ class GraphRetriever(BaseRetriever):
 
     # -- ranking ---------------------------------------------------------------------------------
 
-    def _chunk_documents(self, sub: Subgraph, scores: dict[str, float]) -> list[Document]:
+    def _chunk_documents(self, sub: Subgraph, scores: dict[str, float], top_k: int) -> list[Document]:
         chunk_scores: dict[str, float] = {}
         for node in self.graph.get_nodes(sub.nodes).values():
             for chunk in node.sources:
@@ -143,7 +155,7 @@ class GraphRetriever(BaseRetriever):
             for chunk in edge.sources:
                 chunk_scores[chunk] = chunk_scores.get(chunk, 0.0) + _edge_score(edge.source, edge.target, scores)
         ranked = sorted((c for c in chunk_scores if chunk_scores[c] > 0), key=lambda c: (-chunk_scores[c], c))
-        records = self.registry.chunks(ranked[: self.reranker_top_k])
+        records = self.registry.chunks(ranked[:top_k])
         docs = []
         for chunk in ranked:
             record = records.get(chunk)

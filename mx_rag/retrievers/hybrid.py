@@ -3,25 +3,35 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from mx_rag.retrievers.call_settings import (
+    CallSettings,
+    CallSettingsRetriever,
+    check_filter_dict,
+    check_k,
+    resolve_call_settings,
+)
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
-from mx_rag.storage.document_store.base_storage import Docstore, document_ids_filter
+from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.utils.checks import as_parameter_error, check_int, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
 __all__ = ["FullTextRetriever", "HybridRetriever"]
 
 
-class FullTextRetriever(BaseRetriever):
+class FullTextRetriever(CallSettingsRetriever):
     """BM25-style keyword search over a ``Docstore`` (SQLite FTS5 or PostgreSQL full text;
     Chinese segmented with jieba).
+
+    ``invoke`` takes ``k`` and ``filter_dict`` for one call (checked like the fields).
 
     Example:
         >>> FullTextRetriever(document_store=ds, k=5).invoke("apt-get 安装")  # doctest: +SKIP
@@ -42,24 +52,32 @@ class FullTextRetriever(BaseRetriever):
     @field_validator("k", mode="before")
     @classmethod
     def _check_k(cls, value: Any) -> int:
-        return check_int("k", value, 1, MAX_TOP_K)
+        return check_k(value)
 
     @field_validator("filter_dict", mode="before")
     @classmethod
     def _check_filter(cls, value: Any) -> dict[str, Any]:
-        document_ids_filter(value)
-        return dict(value or {})
+        return check_filter_dict(value)
 
     def set_filter(self, filter_dict: dict[str, Any]) -> None:
-        document_ids_filter(filter_dict)
-        self.filter_dict = dict(filter_dict)
+        self.filter_dict = check_filter_dict(filter_dict)
+
+    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
+        """The fields ``k`` and ``filter_dict``, overridden by the call's keywords."""
+        defaults = CallSettings(k=self.k, filter_dict=self.filter_dict)
+        return resolve_call_settings(type(self).__name__, kwargs, defaults, ("k", "filter_dict"))
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
-        hits = self.document_store.full_text_search(query, top_k=self.k, filter_dict=self.filter_dict or None)
-        return [hit.to_langchain(retrieval_type="sparse") for hit in hits]
+        return full_text_documents(self.document_store, query, self._call_settings(kwargs))
+
+
+def full_text_documents(document_store: Docstore, query: str, settings: CallSettings) -> list[Document]:
+    """The keyword search of ``query`` with ``settings`` (``score_threshold`` does not apply)."""
+    hits = document_store.full_text_search(query, top_k=settings.k, filter_dict=settings.search_filter)
+    return [hit.to_langchain(retrieval_type="sparse") for hit in hits]
 
 
 class HybridRetriever(Retriever):
@@ -67,7 +85,8 @@ class HybridRetriever(Retriever):
 
     All parameters of ``Retriever`` plus ``fetch_k`` (candidates taken from each side, default
     ``2 * k``) and ``rrf_k`` (the fusion constant, default 60). Usable anywhere a ``Retriever``
-    goes; documents carry ``rrf_score``.
+    goes; documents carry ``rrf_score``. ``invoke`` takes ``k``, ``score_threshold`` (dense side
+    only) and ``filter_dict`` for one call.
 
     Example:
         >>> HybridRetriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents, k=5)  # doctest: +SKIP
@@ -87,11 +106,11 @@ class HybridRetriever(Retriever):
         return check_int("rrf_k", value, 1, 10_000)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
-        fetch = self.fetch_k or min(2 * self.k, MAX_TOP_K)
-        dense = self.model_copy(update={"k": fetch})
-        dense_docs = Retriever._get_relevant_documents(dense, query)
-        keyword = FullTextRetriever(document_store=self.document_store, k=fetch, filter_dict=self.filter_dict)
-        keyword_docs = keyword.invoke(query)
-        return reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k)[: self.k]
+        check_str("query", query, 1, TEXT_MAX_LEN)
+        settings = self._call_settings(kwargs)
+        candidates = dataclasses.replace(settings, k=self.fetch_k or min(2 * settings.k, MAX_TOP_K))
+        dense_docs = self._dense_documents(query, candidates)
+        keyword_docs = full_text_documents(self.document_store, query, candidates)
+        return reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k)[: settings.k]

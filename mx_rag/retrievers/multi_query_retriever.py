@@ -90,6 +90,8 @@ class MultiQueryRetriever(Retriever):
             ``"rrf"`` (reciprocal rank fusion of the rankings, the question's own counted twice).
 
     The original question is always searched too; if the LLM fails, it alone is searched.
+    ``invoke`` takes ``k`` (per version of the question, like the field), ``score_threshold``
+    and ``filter_dict`` for one call.
 
     Example:
         >>> r = MultiQueryRetriever(llm=llm, vector_store=vs, document_store=ds,
@@ -137,13 +139,13 @@ class MultiQueryRetriever(Retriever):
         return list(dict.fromkeys([query, *usable]))
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
+        settings = self._call_settings(kwargs)  # once: every version of the question searches alike
         queries = self.generate_queries(query)
-        search = super()._get_relevant_documents
         with ThreadPoolExecutor(max_workers=min(8, len(queries)), thread_name_prefix="mx_rag-mqr") as pool:
-            rankings = list(pool.map(search, queries))
+            rankings = list(pool.map(lambda q: self._dense_documents(q, settings), queries))
         if self.fusion == "rrf":  # the question's own ranking counts twice: rewrites must not outvote it
             return reciprocal_rank_fusion([rankings[0], *rankings])
         merged = unique([doc for docs in rankings for doc in docs])

@@ -4,25 +4,32 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from mx_rag.storage.document_store.base_storage import Docstore, document_ids_filter
+from mx_rag.retrievers.call_settings import (
+    CallSettings,
+    CallSettingsRetriever,
+    check_filter_dict,
+    check_k,
+    check_score_threshold,
+    resolve_call_settings,
+)
+from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
-from mx_rag.utils.checks import as_parameter_error, check_int, check_number, check_str, fail
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.checks import as_parameter_error, check_str, fail
+from mx_rag.utils.common import TEXT_MAX_LEN
 
 __all__ = ["Retriever"]
 
 logger = logging.getLogger(__name__)
 
 
-class Retriever(BaseRetriever):
+class Retriever(CallSettingsRetriever):
     """Embed the query, search the vector store, fetch the chunks in one docstore query.
 
     Args:
@@ -37,10 +44,15 @@ class Retriever(BaseRetriever):
     Each Document's metadata is a copy of the stored metadata plus ``score`` and
     ``retrieval_type`` (``"dense"``); stored records are never modified.
 
+    ``invoke`` takes ``k``, ``score_threshold`` and ``filter_dict`` for one call (checked like
+    the fields). Subclasses resolve them with ``_call_settings(kwargs)``; override it to narrow
+    the filter of every call.
+
     Example:
         >>> r = Retriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents,
         ...               k=3, score_threshold=0.5)               # doctest: +SKIP
         >>> r.invoke("What is in the manual?")                    # doctest: +SKIP
+        >>> r.invoke("What is in the manual?", k=10, filter_dict={"document_id": [7]})  # doctest: +SKIP
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -61,18 +73,17 @@ class Retriever(BaseRetriever):
     @field_validator("k", mode="before")
     @classmethod
     def _check_k(cls, value: Any) -> int:
-        return check_int("k", value, 1, MAX_TOP_K)
+        return check_k(value)
 
     @field_validator("score_threshold", mode="before")
     @classmethod
     def _check_threshold(cls, value: Any) -> float | None:
-        return None if value is None else check_number("score_threshold", value, 0.0, 1.0)
+        return check_score_threshold(value)
 
     @field_validator("filter_dict", mode="before")
     @classmethod
     def _check_filter(cls, value: Any) -> dict[str, Any]:
-        document_ids_filter(value)
-        return dict(value or {})
+        return check_filter_dict(value)
 
     @field_validator("embed_func", mode="before")
     @classmethod
@@ -83,23 +94,35 @@ class Retriever(BaseRetriever):
 
     def set_filter(self, filter_dict: dict[str, Any]) -> None:
         """Restrict later searches to ``{"document_id": [ids]}``."""
-        document_ids_filter(filter_dict)
-        self.filter_dict = dict(filter_dict)
+        self.filter_dict = check_filter_dict(filter_dict)
+
+    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
+        """The settings of one call: the fields, overridden by the call's keywords.
+
+        Override it to narrow the filter of every call (e.g. to one knowledge base).
+        """
+        defaults = CallSettings(k=self.k, score_threshold=self.score_threshold, filter_dict=self.filter_dict)
+        return resolve_call_settings(type(self).__name__, kwargs, defaults)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
+        return self._dense_documents(query, self._call_settings(kwargs))
+
+    def _dense_documents(self, query: str, settings: CallSettings) -> list[Document]:
+        """The dense search of ``query`` with ``settings`` (the core of every call)."""
+        check_str("query", query, 1, TEXT_MAX_LEN)
         vector = as_matrix("embed_func result", self.embed_func([query]))[:1]
-        if self.score_threshold is None:
-            scores, ids = self.vector_store.search(vector, k=self.k, filter_dict=self.filter_dict or None)
+        if settings.score_threshold is None:
+            scores, ids = self.vector_store.search(vector, k=settings.k, filter_dict=settings.search_filter)
         else:
             scores, ids = self.vector_store.search_with_threshold(
-                vector, k=self.k, threshold=self.score_threshold, filter_dict=self.filter_dict or None
+                vector, k=settings.k, threshold=settings.score_threshold, filter_dict=settings.search_filter
             )
         hits = [(s, i) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
         chunks = self.document_store.search_many([i for _, i in hits])
         docs = [chunks[i].to_langchain(score=float(s), retrieval_type="dense") for s, i in hits if i in chunks]
         if len(docs) < len(hits):
             logger.warning("%d vector hits have no chunk in the document store", len(hits) - len(docs))
-        return docs[: self.k]
+        return docs[: settings.k]
