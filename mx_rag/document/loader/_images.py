@@ -83,7 +83,7 @@ def caption_image(data: bytes, vlm: Img2TextLLM, *, source: str, page: int | Non
     try:
         caption = vlm.chat(image_url={"url": f"data:{mime};base64,{b64}"})
     except RemoteError as exc:
-        raise DocumentError(f"the VLM could not caption an image in {where}: {exc}") from exc
+        raise DocumentError(f"the VLM could not caption an image in {where}: {' '.join(str(exc).split())}") from exc
     caption = caption.strip()
     if not caption:
         logger.debug("dropped an image in %s: the VLM answered an empty caption", where)

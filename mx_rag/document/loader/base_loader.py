@@ -5,7 +5,8 @@
   ``..`` components, symlinks resolved); ``metadata["source"]`` is the resolved path.
 * The file is read once, with the size limit enforced again, and parsed from memory.
 * Any failure of a parsing library becomes ``DocumentError`` naming the file, with the cause
-  chained; errors of mx_rag itself (``ParameterError``, ``DocumentError``) pass unchanged.
+  chained and its message cut to one line (``describe``); errors of mx_rag itself
+  (``ParameterError``, ``DocumentError``) pass unchanged.
 * Office Open XML files (docx, pptx, xlsx) are checked for zip bombs before they are opened.
 """
 
@@ -25,7 +26,7 @@ from mx_rag.utils.checks import check_bool, check_instance
 from mx_rag.utils.common import MAX_FILE_SIZE, MB, Lang
 from mx_rag.utils.file_check import check_file
 
-__all__ = ["BaseLoader", "check_zip", "clean_text"]
+__all__ = ["BaseLoader", "check_zip", "clean_text", "describe"]
 
 MAX_PAGE_NUM = 1000        # PDF pages, slides, Excel sheets
 MAX_WORD_NUM = 500_000     # characters of text in a Word document
@@ -34,6 +35,7 @@ MAX_ZIP_UNCOMPRESSED = 500 * MB
 MAX_ZIP_RATIO = 200        # uncompressed / compressed, for entries above MIN_RATIO_CHECK
 MIN_RATIO_CHECK = MB
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+MAX_CAUSE_CHARS = 300      # of a library's message quoted in a DocumentError
 
 
 class BaseLoader(LangChainBaseLoader):
@@ -67,9 +69,7 @@ class BaseLoader(LangChainBaseLoader):
         except MxRagError:
             raise
         except Exception as exc:
-            raise DocumentError(
-                f"cannot load {self.file_path!r} with {type(self).__name__}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise DocumentError(f"cannot load {self.file_path!r} with {type(self).__name__}: {describe(exc)}") from exc
 
     def _load(self) -> Iterator[Document]:
         raise NotImplementedError
@@ -84,6 +84,18 @@ class BaseLoader(LangChainBaseLoader):
 
     def _text_document(self, text: str, **metadata: Any) -> Document:
         return Document(page_content=text, metadata={"source": self.file_path, "type": "text", **metadata})
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of a library's exception as one line of at most 300 message characters.
+
+    Parsers put line breaks, XML excerpts or whole dumps in their messages; a ``DocumentError``
+    stays one line.
+    """
+    text = " ".join(str(exc).split())
+    if len(text) > MAX_CAUSE_CHARS:
+        text = text[:MAX_CAUSE_CHARS] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def clean_text(text: str) -> str:
@@ -117,7 +129,7 @@ def check_zip(data: bytes, source: str, kind: str) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise DocumentError(f"{source!r} is not a valid {kind} file (not a zip archive: {exc})") from exc
+        raise DocumentError(f"{source!r} is not a valid {kind} file (not a zip archive: {describe(exc)})") from exc
     if len(entries) >= MAX_ZIP_ENTRIES:
         raise DocumentError(f"{source!r} looks like a zip bomb: {len(entries)} entries (limit {MAX_ZIP_ENTRIES - 1})")
     total = sum(entry.file_size for entry in entries)

@@ -5,7 +5,10 @@ Per sheet, the first non-blank row is the header; when it holds a single cell an
 holds more, it is a sheet title (kept in ``metadata["title"]``) and the next row is the header.
 Every later non-blank row becomes ``"header:value;"`` for each non-empty cell (a column without
 a header is named by its letter). A sheet with a single non-blank row yields that row's values.
-Legacy ``.xls`` files are not supported (no xlrd): save them as ``.xlsx``.
+Merged cells take the value of their range's top-left cell, as in the original SDK: a category
+merged down a column, or a merged total, appears in every row the range covers (a range merged
+across columns counts as one cell for the title-row rule). Legacy ``.xls`` files are not
+supported (no xlrd): save them as ``.xlsx``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
+from lxml import etree
 from openpyxl import load_workbook
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import get_column_letter, range_boundaries
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader.base_loader import BaseLoader, check_zip
@@ -33,8 +38,21 @@ logger = logging.getLogger(__name__)
 
 MAX_ROW_NUM = 10_000
 MAX_COL_NUM = 1_000
+MAX_MERGED_CELLS = 1_000_000  # cells a sheet's merged ranges may fill; the rest are left as stored
+_MERGE_CELL = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}mergeCell"
 
-Row = tuple[int, list[str]]  # (1-based sheet row, cell texts)
+
+@dataclass
+class Row:
+    """A sheet row: its 1-based number, its cell texts, and the 0-based columns that only repeat a
+    value merged across from a cell on their left (not counted as filled for the title rule)."""
+
+    number: int
+    cells: list[str]
+    copies: set[int] = field(default_factory=set)
+
+    def filled(self) -> list[str]:
+        return [cell for index, cell in enumerate(self.cells) if cell and index not in self.copies]
 
 
 class ExcelLoader(BaseLoader):
@@ -76,14 +94,15 @@ class ExcelLoader(BaseLoader):
                 raise DocumentError(f"{self.file_path!r} has {len(sheets)} sheets, more than the limit of "
                                     f"{base_loader.MAX_PAGE_NUM}")
             for sheet in sheets:
-                rows = self._sheet_rows(sheet)
+                rows = self._sheet_rows(workbook, sheet)
                 if rows:
                     yield from self._row_documents(str(sheet.title), rows)
         finally:
             workbook.close()
 
-    def _sheet_rows(self, sheet: Any) -> list[Row] | None:
-        """The non-blank rows of a sheet, or None when it is over the row or column limit."""
+    def _sheet_rows(self, workbook: Any, sheet: Any) -> list[Row] | None:
+        """The non-blank rows of a sheet (merged ranges filled in), or None when it is over the
+        row or column limit."""
         rows: list[Row] = []
         limit = MAX_ROW_NUM + 1
         for number, values in enumerate(itertools.islice(sheet.iter_rows(min_row=1, values_only=True), limit), 1):
@@ -91,29 +110,76 @@ class ExcelLoader(BaseLoader):
                 logger.warning("skipped sheet %r of %r: more than %d rows or %d columns",
                                sheet.title, self.file_path, MAX_ROW_NUM, MAX_COL_NUM)
                 return None
-            cells = [_cell_text(value) for value in values]
-            if any(cells):
-                rows.append((number, cells))
-        return rows
+            rows.append(Row(number, [_cell_text(value) for value in values]))
+        if any(any(row.cells) for row in rows):
+            self._fill_merged(rows, _merged_ranges(workbook, sheet), str(sheet.title))
+        return [row for row in rows if any(row.cells)]
+
+    def _fill_merged(self, rows: list[Row], ranges: Iterator[str], sheet: str) -> None:
+        """Copy each merged range's top-left value into every cell of the range (within the limits)."""
+        budget = MAX_MERGED_CELLS
+        for ref in ranges:
+            try:
+                col1, row1, col2, row2 = range_boundaries(ref)
+            except (TypeError, ValueError):
+                logger.debug("ignored merged range %r of sheet %r: not a cell range", ref, sheet)
+                continue
+            if None in (col1, row1, col2, row2):  # whole rows or columns: not a cell merge
+                continue
+            top, bottom = min(row1, row2), min(max(row1, row2), MAX_ROW_NUM)
+            left, right = min(col1, col2), min(max(col1, col2), MAX_COL_NUM)
+            if top > len(rows) or left > len(rows[top - 1].cells):  # rows[i] is sheet row i + 1
+                continue
+            value = rows[top - 1].cells[left - 1]
+            if not value:
+                continue
+            covered = rows[top - 1:bottom]
+            budget -= len(covered) * (right - left + 1)
+            if budget < 0:
+                logger.warning("sheet %r of %r merges more than %d cells: the rest are left unfilled",
+                               sheet, self.file_path, MAX_MERGED_CELLS)
+                return
+            for row in covered:
+                if len(row.cells) < right:
+                    row.cells.extend([""] * (right - len(row.cells)))
+                row.cells[left - 1:right] = [value] * (right - left + 1)
+                row.copies.update(range(left, right))
 
     def _row_documents(self, sheet: str, rows: list[Row]) -> Iterator[Document]:
         extra: dict[str, Any] = {"sheet": sheet}
-        if len(rows) >= 2 and _filled(rows[0][1]) == 1 and _filled(rows[1][1]) > 1:
-            extra["title"] = next(cell for cell in rows[0][1] if cell)
+        if len(rows) >= 2 and len(rows[0].filled()) == 1 and len(rows[1].filled()) > 1:
+            extra["title"] = rows[0].filled()[0]
             rows = rows[1:]
-        header_row, header = rows[0]
+        header = rows[0]
         if len(rows) == 1:
-            yield self._text_document(";".join(cell for cell in header if cell), row=header_row, **extra)
+            yield self._text_document(";".join(header.filled()), row=header.number, **extra)
             return
-        names = [name or get_column_letter(index) for index, name in enumerate(header, 1)]
-        for number, cells in rows[1:]:
-            names += [get_column_letter(index) for index in range(len(names) + 1, len(cells) + 1)]
-            text = "".join(f"{name}:{cell};" for name, cell in zip(names, cells, strict=False) if cell)
-            yield self._text_document(text, row=number, **extra)
+        names = [name or get_column_letter(index) for index, name in enumerate(header.cells, 1)]
+        for row in rows[1:]:
+            names += [get_column_letter(index) for index in range(len(names) + 1, len(row.cells) + 1)]
+            text = "".join(f"{name}:{cell};" for name, cell in zip(names, row.cells, strict=False) if cell)
+            yield self._text_document(text, row=row.number, **extra)
 
 
-def _filled(cells: list[str]) -> int:
-    return sum(1 for cell in cells if cell)
+def _merged_ranges(workbook: Any, sheet: Any) -> Iterator[str]:
+    """The ``ref`` of each ``<mergeCell>`` of a sheet, read by streaming its XML part.
+
+    openpyxl's read-only mode (kept for its bounded memory) does not read merged ranges, and they
+    come after the rows in the part, so the part is read a second time for them alone.
+    """
+    archive, part = getattr(workbook, "_archive", None), getattr(sheet, "_worksheet_path", None)
+    if archive is None or not isinstance(part, str):
+        return
+    with archive.open(part) as source:
+        for _, element in etree.iterparse(source, events=("end",), resolve_entities=False, no_network=True,
+                                          huge_tree=False, remove_comments=True):
+            if element.tag == _MERGE_CELL:
+                ref = element.get("ref")
+                if ref:
+                    yield ref
+            element.clear(keep_tail=False)
+            while element.getprevious() is not None:
+                del element.getparent()[0]
 
 
 def _cell_text(value: Any) -> str:

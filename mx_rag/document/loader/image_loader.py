@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from PIL import Image
 
 from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, image_info
-from mx_rag.document.loader.base_loader import BaseLoader
+from mx_rag.document.loader.base_loader import BaseLoader, describe
 from mx_rag.errors import DocumentError
 from mx_rag.utils.common import MB
 
@@ -44,7 +44,7 @@ class ImageLoader(BaseLoader):
             with Image.open(io.BytesIO(data)) as image:
                 image.verify()  # structure and checksums, without decoding every pixel
         except Exception as exc:
-            raise DocumentError(f"{self.file_path!r} is not a valid image: {type(exc).__name__}: {exc}") from exc
+            raise DocumentError(f"{self.file_path!r} is not a valid image: {describe(exc)}") from exc
         if fmt not in ("JPEG", "PNG"):
             raise DocumentError(f"{self.file_path!r} holds a {fmt} image; only JPEG and PNG are supported")
         if width * height > MAX_IMAGE_PIXELS:

@@ -21,7 +21,7 @@ from pypdf.errors import DependencyError, PdfReadError
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
-from mx_rag.document.loader.base_loader import BaseLoader, check_no_ocr, clean_text
+from mx_rag.document.loader.base_loader import BaseLoader, check_no_ocr, clean_text, describe
 from mx_rag.errors import DocumentError
 from mx_rag.utils.common import Lang
 
@@ -92,7 +92,7 @@ class PdfLoader(BaseLoader):
                 text = _tidy(page.extract_text())
             except Exception as exc:
                 raise DocumentError(f"cannot extract the text of page {number} of {self.file_path!r}: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+                                    f"{describe(exc)}") from exc
             if text:
                 with_text += 1
                 yield self._text_document(text, page=number)
@@ -110,9 +110,10 @@ class PdfLoader(BaseLoader):
                                     "remove the password before loading it")
             return reader
         except PdfReadError as exc:
-            raise DocumentError(f"{self.file_path!r} is not a readable PDF (malformed or damaged): {exc}") from exc
+            raise DocumentError(f"{self.file_path!r} is not a readable PDF (malformed or damaged): "
+                                f"{describe(exc)}") from exc
         except DependencyError as exc:  # AES encryption needs the optional "cryptography" package
-            raise DocumentError(f"{self.file_path!r} is encrypted and cannot be opened here: {exc}") from exc
+            raise DocumentError(f"{self.file_path!r} is encrypted and cannot be opened here: {describe(exc)}") from exc
 
     def _captions(self, page: PageObject, number: int) -> Iterator[Document]:
         assert self.vlm is not None
