@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Answering a chat request through a knowledge base: the model name, the chain, the sources.
+
+A chat ``model`` names a knowledge base, optionally with a chain: ``handbook`` or
+``handbook/parallel``. The chains: ``single`` (retrieve, answer), ``parallel`` (retrieval overlapped
+with a prefix-cache warm-up of the LLM), ``hybrid`` (dense + keyword retrieval fused),
+``multi-query`` (the question and LLM rewrites of it searched). Every retriever is scoped to the
+knowledge base. The last user message is the question; earlier turns go before it as history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.server.errors import ApiError
+from mx_rag.server.keys import Principal
+from mx_rag.server.service import KnowledgeService, check_kb_name
+
+__all__ = ["SERVED_CHAINS", "Answerer", "Question", "parse_model", "source_entries"]
+
+SERVED_CHAINS = ("single", "parallel", "hybrid", "multi-query")
+MAX_HISTORY = 15  # earlier turns sent before the question (chains take at most 16 messages)
+ANSWER_PROMPT = "Answer the question using the information above. If it is not there, say so."
+
+
+@dataclass(frozen=True)
+class Question:
+    """A chat request reduced to what a chain takes."""
+
+    text: str
+    history: list[dict[str, str]]
+
+
+def parse_model(model: str, default_chain: str) -> tuple[str, str]:
+    """``"kb"`` or ``"kb/chain"`` -> (knowledge base, chain); ApiError 400 for an unknown chain."""
+    name, _, chain = model.partition("/")
+    chain = chain or default_chain
+    if chain not in SERVED_CHAINS:
+        raise ApiError(400, "invalid_argument",
+                       f"model {model!r}: chain {chain!r} is not one of {', '.join(SERVED_CHAINS)}")
+    try:
+        check_kb_name(name)
+    except Exception as exc:
+        raise ApiError(404, "not_found", f"model {model!r} names no knowledge base") from exc
+    return name, chain
+
+
+def question_of(messages: list[dict[str, Any]]) -> Question:
+    """The last user message and the turns before it (system, user, assistant; text only)."""
+    turns = [(m.get("role"), _text(m.get("content"))) for m in messages]
+    users = [i for i, (role, _) in enumerate(turns) if role == "user"]
+    if not users or not turns[users[-1]][1].strip():
+        raise ApiError(400, "invalid_argument", "messages must end with a non-empty user message")
+    last = users[-1]
+    history = [{"role": str(role), "content": text} for role, text in turns[:last]
+               if role in ("system", "user", "assistant") and text]
+    return Question(turns[last][1], history[-MAX_HISTORY:])
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts: keep the text ones
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def source_entries(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chain's source documents as the API returns them: text, source file, page, score."""
+    out = []
+    for doc in result.get("source_documents") or []:
+        meta = doc.get("metadata", {})
+        source = meta.get("source")
+        entry: dict[str, Any] = {"text": doc.get("page_content", ""), "score": meta.get("score"),
+                                 "source": Path(source).name if isinstance(source, str) else None}
+        if meta.get("page") is not None:
+            entry["page"] = meta["page"]
+        out.append(entry)
+    return out
+
+
+class Answerer:
+    """Builds the chain of a request over the service's knowledge bases and the server's LLM."""
+
+    def __init__(self, service: KnowledgeService, llm: Text2TextLLM) -> None:
+        self.service = service
+        self.llm = llm
+
+    def chain(self, who: Principal, kb: str, chain: str, question: Question, k: int | None) -> Any:
+        from mx_rag.chain import ParallelText2TextChain, SingleText2TextChain
+
+        retriever = self._retriever(who, kb, chain, k)
+        kind = ParallelText2TextChain if chain == "parallel" else SingleText2TextChain
+        return kind(llm=self.llm, retriever=retriever, prompt=ANSWER_PROMPT, sys_messages=question.history or None)
+
+    def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:
+        settings = self.service.settings.chain
+        k = k or settings.k
+        knowledge = self.service.open(who, kb)
+        embed = self.service.embedding.embed_documents
+        if chain == "hybrid":
+            from mx_rag.retrievers import HybridRetriever
+
+            return knowledge.scoped(HybridRetriever(vector_store=knowledge.vector_store,
+                                                    document_store=knowledge.chunk_store, embed_func=embed, k=k))
+        if chain == "multi-query":
+            from mx_rag.retrievers import MultiQueryRetriever
+
+            return knowledge.scoped(MultiQueryRetriever(vector_store=knowledge.vector_store,
+                                                        document_store=knowledge.chunk_store, embed_func=embed, k=k,
+                                                        llm=self.llm))
+        return knowledge.as_retriever(embed, k=k, score_threshold=settings.score_threshold)
+
+    def answer(self, chain: Any, question: Question, config: LLMParameterConfig) -> dict[str, Any]:
+        result: dict[str, Any] = chain.query(question.text, config)
+        return result
+
+    def stream(self, chain: Any, question: Question, config: LLMParameterConfig) -> Iterator[tuple[str, Any]]:
+        """("delta", text) items, then ("sources", entries)."""
+        sent, last = "", {}
+        for item in chain.query(question.text, config.replace(stream=True)):
+            last = item
+            text = item.get("result", "")
+            if text.startswith(sent) and len(text) > len(sent):
+                yield "delta", text[len(sent):]
+                sent = text
+        yield "sources", source_entries(last)

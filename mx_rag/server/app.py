@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``create_app``: the ``mxrag serve`` application.
+
+Routes: the OpenAI-compatible API (``openai_api``), knowledge-base management (``kb_api``),
+TEI-compatible ``/embed`` and ``/rerank`` (``tei_api``), MCP at ``/mcp`` (``mcp_api``, when the
+``mcp`` package is installed), and ``/healthz`` (the process answers), ``/readyz`` (the stores
+and the embedding model are usable) and ``/metrics`` (Prometheus text format).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
+
+import logging
+import time
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+
+from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.server import metrics
+from mx_rag.server.answers import Answerer
+from mx_rag.server.auth import Authenticator
+from mx_rag.server.errors import error_response, install_error_handling
+from mx_rag.server.kb_api import kb_router
+from mx_rag.server.openai_api import openai_router
+from mx_rag.server.service import KnowledgeService
+from mx_rag.utils.common import MB
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
+    """The server's FastAPI app over ``service``'s knowledge bases, answering with ``llm``."""
+    settings = service.settings
+    auth = Authenticator(service.keys, service.local_principal())
+    app = FastAPI(title="mx_rag", version="1", docs_url=None, redoc_url=None)
+    app.state.service, app.state.auth = service, auth
+    install_error_handling(app, settings.max_body_mb * MB)
+
+    @app.middleware("http")
+    async def _count(request: Request, call_next: Any) -> Response:
+        started = time.perf_counter()
+        response: Response = await call_next(request)
+        route = request.scope.get("route")
+        metrics.observe_request(getattr(route, "path", "unmatched"), request.method, response.status_code,
+                                time.perf_counter() - started)
+        return response
+
+    app.include_router(openai_router(Answerer(service, llm), auth.principal))
+    app.include_router(kb_router(service, auth.principal))
+    _optional_routes(app, service, llm, auth)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", response_model=None)
+    def readyz() -> Any:
+        try:
+            service.registry.get_all_knowledge_info(service.local_principal().user_id)
+            service.vectors.count()
+            service.chunks.count()
+        except Exception as exc:
+            return error_response(503, "not_ready", f"{type(exc).__name__}: {exc}")
+        return {"status": "ready"}
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    return app
+
+
+def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM, auth: Authenticator) -> None:
+    """The TEI and MCP routes, each where its module is present."""
+    try:
+        from mx_rag.server.tei_api import tei_router
+    except ImportError:
+        logger.debug("no TEI routes")
+    else:
+        app.include_router(tei_router(service, auth.principal))
+    try:
+        from mx_rag.server.mcp_api import mount_mcp
+    except ImportError:
+        logger.info("the mcp package is not installed: no /mcp endpoint")
+    else:
+        mount_mcp(app, service, llm, auth)

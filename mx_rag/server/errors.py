@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What every mx_rag app shares: a request-body limit and errors as one JSON shape.
+
+Every error answer is ``{"error": {"code": "<word>", "message": "<one line>"}}`` (the shape
+OpenAI clients parse) with a 4xx or 5xx status: 400 bad argument, 401 no or unknown key, 403 a
+key without the right, 404 unknown knowledge base or document, 409 a name another user holds,
+413 body over the limit, 422 a malformed body (the fields named, their values never echoed),
+500 anything else (logged; its text not sent), 502 the LLM or another remote service failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import HTTPException, RequestValidationError
+from fastapi.responses import JSONResponse
+
+from mx_rag.errors import KnowledgeError, MxRagError, ParameterError, RemoteError
+
+__all__ = ["ApiError", "error_response", "install_error_handling"]
+
+logger = logging.getLogger(__name__)
+
+_MESSAGE_CHARS = 500
+
+
+class ApiError(Exception):
+    """An error answer with its status and code (raised by route code)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    text = " ".join(message.split())[:_MESSAGE_CHARS]
+    return JSONResponse({"error": {"code": code, "message": text}}, status_code=status)
+
+
+def _status_of(exc: MxRagError) -> tuple[int, str]:
+    if isinstance(exc, ParameterError):
+        return 400, "invalid_argument"
+    if isinstance(exc, KnowledgeError):
+        text = str(exc)
+        if "does not exist" in text or " has no " in text:
+            return 404, "not_found"
+        if "already exists" in text or "already in" in text:
+            return 409, "conflict"
+        if "is not an admin" in text:
+            return 403, "forbidden"
+        return 400, "knowledge_error"
+    if isinstance(exc, RemoteError):
+        return 502, "upstream_error"
+    return 500, "internal_error"
+
+
+def install_error_handling(app: FastAPI, max_body_bytes: int) -> None:
+    """Refuse bodies over ``max_body_bytes`` (by ``Content-Length``; multipart uploads are limited
+    per file as they stream) and turn every error into the JSON shape above."""
+
+    @app.middleware("http")
+    async def _limit_body(request: Request, call_next: Any) -> Response:
+        declared = request.headers.get("content-length", "")
+        multipart = request.headers.get("content-type", "").startswith("multipart/")
+        if not multipart and declared.isdigit() and int(declared) > max_body_bytes:
+            return error_response(413, "body_too_large", f"request body over {max_body_bytes} bytes")
+        response: Response = await call_next(request)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for error in exc.errors()[:5]:
+            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+            parts.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+        return error_response(422, "invalid_request", "; ".join(parts))
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        return error_response(exc.status_code, "http_error", str(exc.detail))
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(MxRagError)
+    async def _ours(request: Request, exc: MxRagError) -> JSONResponse:
+        status, code = _status_of(exc)
+        if status >= 500:
+            logger.warning("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+            message = f"the request failed ({type(exc).__name__})" if status == 500 else str(exc)
+            return error_response(status, code, message)
+        return error_response(status, code, str(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("%s %s failed", request.method, request.url.path)
+        return error_response(500, "internal_error", f"the request failed ({type(exc).__name__})")

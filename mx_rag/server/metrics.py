@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The server's Prometheus metrics (one registry per process; with ``--workers N`` each worker
+reports its own, so scrape each worker or sum them)."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+__all__ = ["count_ingested", "count_tokens", "exposition", "observe_request"]
+
+REGISTRY = CollectorRegistry()
+_REQUESTS = Counter("mxrag_requests", "HTTP requests answered", ["route", "method", "status"], registry=REGISTRY)
+_LATENCY = Histogram(
+    "mxrag_request_seconds", "Time to answer a request (streams: to the last byte handed over)", ["route"],
+    registry=REGISTRY, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+_TOKENS = Counter("mxrag_tokens", "Tokens of chat completions", ["kind"], registry=REGISTRY)
+_FILES = Counter("mxrag_ingested_files", "Uploaded files ingested, by result", ["result"], registry=REGISTRY)
+
+
+def observe_request(route: str, method: str, status: int, seconds: float) -> None:
+    _REQUESTS.labels(route, method, str(status)).inc()
+    _LATENCY.labels(route).observe(seconds)
+
+
+def count_tokens(prompt: int, completion: int) -> None:
+    _TOKENS.labels("prompt").inc(prompt)
+    _TOKENS.labels("completion").inc(completion)
+
+
+def count_ingested(result: str) -> None:
+    _FILES.labels(result).inc()
+
+
+def exposition() -> tuple[bytes, str]:
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

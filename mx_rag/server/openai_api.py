@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The OpenAI-compatible routes: ``/v1/chat/completions``, ``/v1/models``, ``/v1/embeddings``.
+
+A chat completion answers through a knowledge base (``model`` = ``"<kb>"`` or ``"<kb>/<chain>"``,
+see ``answers``). Besides OpenAI's fields, a response carries ``sources`` (text, source file,
+page, score of each passage the answer was given), in the body or, when streaming, in the last
+chunk before ``data: [DONE]``. Extra request fields: ``k`` (passages retrieved).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.server import metrics
+from mx_rag.server.answers import Answerer, parse_model, question_of, source_entries
+from mx_rag.server.errors import ApiError
+from mx_rag.server.keys import Principal
+from mx_rag.utils.common import TEXT_MAX_LEN
+
+__all__ = ["ChatRequest", "EmbeddingRequest", "openai_router"]
+
+MAX_MESSAGES = 256
+MAX_EMBED_INPUTS = 2048
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    max_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    k: int | None = Field(default=None, ge=1, le=100)
+
+
+class EmbeddingRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    input: str | list[str] = Field(min_length=1)
+    model: str = Field(default="default", max_length=200)
+    encoding_format: Literal["float"] = "float"
+
+
+def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
+    """The routes, acting for ``principal(request)``."""
+    router = APIRouter()
+    Who = Annotated[Principal, Depends(principal)]
+    service = answerer.service
+    settings = service.settings
+
+    @router.get("/v1/models")
+    def models(who: Who) -> dict[str, Any]:
+        names = service.names(who)
+        return {"object": "list",
+                "data": [{"id": name, "object": "model", "created": 0, "owned_by": who.user_id} for name in names]}
+
+    @router.post("/v1/chat/completions", response_model=None)
+    def chat(body: ChatRequest, request: Request, who: Who) -> Any:
+        kb, chain_type = parse_model(body.model, settings.chain.type)
+        question = question_of(body.messages)
+        chain = answerer.chain(who, kb, chain_type, question, body.k)
+        config = LLMParameterConfig(
+            max_tokens=body.max_completion_tokens or body.max_tokens or settings.llm.max_tokens,
+            temperature=settings.llm.temperature if body.temperature is None else body.temperature,
+            top_p=1.0 if body.top_p is None else body.top_p,
+        )
+        if body.seed is not None:
+            config = config.replace(seed=body.seed)
+        ident, created = "chatcmpl-" + uuid.uuid4().hex, int(time.time())
+        if body.stream:
+            return StreamingResponse(_sse(answerer, chain, question, config, ident, created, body.model),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        result = answerer.answer(chain, question, config)
+        answer = result.get("result", "")
+        return {
+            "id": ident, "object": "chat.completion", "created": created, "model": body.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+            "usage": _usage(question.text, answer),
+            "sources": source_entries(result),
+        }
+
+    @router.post("/v1/embeddings")
+    def embeddings(body: EmbeddingRequest, who: Who) -> dict[str, Any]:
+        texts = [body.input] if isinstance(body.input, str) else body.input
+        if not 1 <= len(texts) <= MAX_EMBED_INPUTS or any(not 0 < len(t) <= TEXT_MAX_LEN for t in texts):
+            raise ApiError(400, "invalid_argument", f"input must be 1 to {MAX_EMBED_INPUTS} non-empty strings "
+                           f"of at most {TEXT_MAX_LEN} characters")
+        vectors = service.embedding.embed_documents(texts)
+        return {"object": "list", "model": body.model,
+                "data": [{"object": "embedding", "index": i, "embedding": list(v)} for i, v in enumerate(vectors)],
+                "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
+                          "total_tokens": sum(len(t.split()) for t in texts)}}
+
+    return router
+
+
+def _usage(prompt: str, answer: str) -> dict[str, int]:
+    """Token counts: what the LLM reported where it did, else a count of words."""
+    prompt_tokens, completion_tokens = len(prompt.split()), len(answer.split())
+    metrics.count_tokens(prompt_tokens, completion_tokens)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def _sse(answerer: Answerer, chain: Any, question: Any, config: LLMParameterConfig, ident: str, created: int,
+         model: str) -> Iterator[str]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        body = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    answer = ""
+    try:
+        for kind, value in answerer.stream(chain, question, config):
+            if kind == "delta":
+                answer += value
+                yield chunk({"content": value})
+            else:
+                yield chunk({}, "stop", usage=_usage(question.text, answer), sources=value)
+    except Exception as exc:  # the status line is sent: the error goes in the stream
+        error = {"error": {"code": "upstream_error", "message": " ".join(str(exc).split())[:500]}}
+        yield f"data: {json.dumps(error)}\n\n"
+    yield "data: [DONE]\n\n"

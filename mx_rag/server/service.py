@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``KnowledgeService``: the knowledge bases one server (or one ``mxrag mcp``) serves.
+
+All knowledge bases share one registry, one chunk store and one vector store in the data folder
+(``sql.db`` and ``faiss.index``; PostgreSQL and Milvus by URL), as the seeds wire them; each
+user reaches only the knowledge bases they belong to, and every retriever is scoped to one
+knowledge base by construction (``KnowledgeDB.as_retriever``). Uploaded files are kept under
+``<data>/uploads/<user>/<knowledge base>/`` and ingested by background jobs whose progress lives
+in the registry database, so any worker can report a job another worker runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from sqlalchemy import Engine, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from mx_rag.errors import KnowledgeError, ParameterError
+from mx_rag.knowledge.ingest import ingest_files
+from mx_rag.knowledge.knowledge import KnowledgeDB
+from mx_rag.knowledge.retriever import KnowledgeRetriever
+from mx_rag.knowledge.store import KnowledgeStore, sqlite_engine
+from mx_rag.server import metrics
+from mx_rag.server.keys import KeyStore, Principal
+from mx_rag.server.settings import ServerSettings
+from mx_rag.utils.common import MB
+
+__all__ = ["KBNAME_PATTERN", "IngestJob", "KnowledgeService", "check_kb_name"]
+
+logger = logging.getLogger(__name__)
+
+KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is "<kb>" or "<kb>/<chain>"
+_FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
+LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
+
+
+class _Base(DeclarativeBase):
+    metadata = MetaData()
+
+
+class _JobRow(_Base):
+    __tablename__ = "ingest_jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    knowledge_name: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, failed
+    total: Mapped[int] = mapped_column(Integer)
+    processed: Mapped[int] = mapped_column(Integer, default=0)
+    results: Mapped[str] = mapped_column(Text, default="{}")  # file name -> stored | unchanged | failed: why
+    error: Mapped[str] = mapped_column(Text, default="")
+    created: Mapped[float] = mapped_column()
+    updated: Mapped[float] = mapped_column()
+
+
+@dataclass(frozen=True)
+class IngestJob:
+    """An upload's background ingestion, as ``GET /v1/knowledge-bases/{kb}/jobs/{id}`` shows it."""
+
+    id: str
+    knowledge_base: str
+    status: str
+    total: int
+    processed: int
+    results: dict[str, str]
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "knowledge_base": self.knowledge_base, "status": self.status, "total": self.total,
+                "processed": self.processed, "results": self.results, "error": self.error}
+
+
+class KnowledgeService:
+    """Knowledge bases, documents, uploads and retrievers for the users of one server.
+
+    Args:
+        settings: the server's settings (data folder, stores, embedding, upload limits).
+    """
+
+    def __init__(self, settings: ServerSettings) -> None:
+        from mx_rag.document import LoaderMng
+        from mx_rag.embedding.local import TextEmbedding
+
+        self.settings = settings
+        self.root = settings.data_dir.resolve()
+        self.uploads = self.root / "uploads"
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        self.registry = KnowledgeStore(db_path=str(self.root / "sql.db"))
+        self._engine: Engine = sqlite_engine(self.root / "sql.db")
+        _Base.metadata.create_all(self._engine)
+        self.keys = KeyStore(self._engine)
+        self.embedding = TextEmbedding(settings.embedding.model)
+        self.chunks = self._chunk_store()
+        self.vectors = self._vector_store()
+        self.loader = LoaderMng.with_defaults(
+            chunk_size=settings.upload.chunk_size, chunk_overlap=settings.upload.chunk_overlap
+        )
+        self._open: dict[tuple[str, str], KnowledgeDB] = {}
+        self._open_lock = threading.Lock()
+        self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mx_rag-ingest")
+
+    # -- stores ----------------------------------------------------------------------------------
+
+    def _chunk_store(self) -> Any:
+        from mx_rag.storage.document_store import SQLiteDocstore
+
+        url = self.settings.stores.postgres_url
+        if url is None:
+            return SQLiteDocstore(db_path=str(self.root / "sql.db"))
+        from mx_rag.storage.document_store import PostgresDocstore
+
+        return PostgresDocstore(url.get_secret_value())
+
+    def _vector_store(self) -> Any:
+        if self.settings.stores.milvus_url is None:
+            from mx_rag.storage.vectorstore import MindFAISS
+
+            return MindFAISS(x_dim=self.embedding.dimension, load_local_index=str(self.root / "faiss.index"))
+        from pymilvus import MilvusClient
+
+        from mx_rag.storage.vectorstore import MilvusDB
+
+        client = MilvusClient(uri=self.settings.stores.milvus_url)
+        return MilvusDB.create(client=client, collection_name=self.settings.stores.milvus_collection,
+                               x_dim=self.embedding.dimension, metric_type="IP")
+
+    def close(self) -> None:
+        self._jobs.shutdown(wait=True, cancel_futures=False)
+
+    # -- knowledge bases -------------------------------------------------------------------------
+
+    def create(self, who: Principal, name: str) -> dict[str, Any]:
+        """Create a knowledge base owned by ``who`` (KnowledgeError if another user has that name)."""
+        check_kb_name(name)
+        self.registry.add_knowledge(name, who.user_id, "admin")
+        return self.describe(who, name)
+
+    def names(self, who: Principal) -> list[str]:
+        return [row.knowledge_name for row in self.registry.get_all_knowledge_info(who.user_id)]
+
+    def open(self, who: Principal, name: str) -> KnowledgeDB:
+        """The knowledge base ``name`` of ``who`` (KnowledgeError: no such knowledge base for them)."""
+        check_kb_name(name)
+        key = (who.user_id, name)
+        with self._open_lock:
+            kb = self._open.get(key)
+            if kb is None or not self.registry.check_knowledge_exist(name, who.user_id):
+                self._open.pop(key, None)
+                kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
+                                 knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
+                self._open[key] = kb
+            return kb
+
+    def describe(self, who: Principal, name: str) -> dict[str, Any]:
+        """A knowledge base's documents with their chunk counts and sizes."""
+        kb = self.open(who, name)
+        documents = []
+        for row in kb.get_all_documents():
+            path = Path(row.document_file_path)
+            documents.append({
+                "id": row.document_id,
+                "name": row.document_name,
+                "chunks": len(self.chunks.search_by_document_id(row.document_id)),
+                "bytes": path.stat().st_size if path.exists() else None,
+                "created": row.create_time.isoformat() if row.create_time else None,
+            })
+        return {"name": name, "documents": documents, "chunks": sum(d["chunks"] for d in documents)}
+
+    def delete(self, who: Principal, name: str) -> None:
+        """Delete a knowledge base with its documents and uploaded files (admins only)."""
+        kb = self.open(who, name)
+        kb.delete_all()
+        with self._open_lock:
+            self._open.pop((who.user_id, name), None)
+        shutil.rmtree(self._folder(who, name), ignore_errors=True)
+
+    def delete_document(self, who: Principal, name: str, document_id: int) -> None:
+        kb = self.open(who, name)
+        row = next((r for r in kb.get_all_documents() if r.document_id == document_id), None)
+        if row is None:
+            raise KnowledgeError(f"knowledge base {name!r} has no document {document_id}")
+        kb.delete_file(row.document_file_path)
+        Path(row.document_file_path).unlink(missing_ok=True)
+
+    def retriever(self, who: Principal, name: str, k: int | None = None) -> KnowledgeRetriever:
+        chain = self.settings.chain
+        return self.open(who, name).as_retriever(self.embedding.embed_documents, k=k or chain.k,
+                                                  score_threshold=chain.score_threshold)
+
+    # -- uploads ---------------------------------------------------------------------------------
+
+    def _folder(self, who: Principal, name: str) -> Path:
+        return self.uploads / who.user_id / name
+
+    def check_upload_name(self, filename: str) -> str:
+        """The base name of an uploaded file, if its type has a loader (ParameterError otherwise)."""
+        base = Path(filename or "").name
+        if not _FILENAME.fullmatch(base) or base in (".", ".."):
+            raise ParameterError(f"file name {filename!r} is not a plain file name of 1 to 255 characters")
+        suffix = Path(base).suffix.lower()
+        if suffix not in {s.lower() for s in self.loader.loaders}:
+            allowed = ", ".join(sorted({s.lower() for s in self.loader.loaders}))
+            raise ParameterError(f"file type {suffix or '(none)'!r} of {base!r} is not supported; allowed: {allowed}")
+        return base
+
+    def save_upload(self, who: Principal, name: str, filename: str, stream: BinaryIO) -> Path:
+        """Copy one uploaded file to a temporary name beside its final place, within the size
+        limit (ParameterError over it; nothing is kept)."""
+        self.open(who, name)
+        base = self.check_upload_name(filename)
+        folder = self._folder(who, name)
+        folder.mkdir(parents=True, exist_ok=True)
+        limit = self.settings.upload.max_file_mb * MB
+        partial = folder / f".{base}.{uuid.uuid4().hex}.part"
+        size = 0
+        try:
+            with partial.open("wb") as out:
+                while block := stream.read(1 << 20):
+                    size += len(block)
+                    if size > limit:
+                        limit_mb = self.settings.upload.max_file_mb
+                        raise ParameterError(f"file {base!r} is over the upload limit of {limit_mb} MiB")
+                    out.write(block)
+            if size == 0:
+                raise ParameterError(f"file {base!r} is empty")
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        return partial
+
+    def start_ingest(self, who: Principal, name: str, staged: dict[str, Path]) -> IngestJob:
+        """Move the staged uploads into place and ingest them in the background."""
+        kb = self.open(who, name)
+        folder = self._folder(who, name)
+        files = []
+        for base, partial in staged.items():
+            final = folder / base
+            partial.replace(final)
+            files.append(final)
+        now = time.time()
+        job = _JobRow(id=uuid.uuid4().hex, user_id=who.user_id, knowledge_name=name, status="queued",
+                      total=len(files), processed=0, results="{}", error="", created=now, updated=now)
+        with self._session() as session:
+            session.add(job)
+        self._jobs.submit(self._run_job, job.id, kb, files)
+        return self.job(who, name, job.id)
+
+    def _run_job(self, job_id: str, kb: KnowledgeDB, files: list[Path]) -> None:
+        self._update(job_id, status="running")
+        results: dict[str, str] = {}
+        try:
+            for path in files:  # one file at a time, so progress can be seen and kept per file
+                report = ingest_files(kb, [str(path)], self.loader, self.embedding.embed_documents, force=True)
+                if report.failed:
+                    results[path.name] = "failed: no text could be read, or it could not be stored"
+                elif report.unchanged:
+                    results[path.name] = "unchanged"
+                else:
+                    results[path.name] = "stored"
+                metrics.count_ingested(results[path.name].split(":")[0])
+                self._update(job_id, processed=len(results), results=json.dumps(results))
+            self._update(job_id, status="done")
+        except Exception as exc:  # a job must end with a status, whatever went wrong
+            logger.exception("ingestion job %s failed", job_id)
+            self._update(job_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+
+    def job(self, who: Principal, name: str, job_id: str) -> IngestJob:
+        with self._session() as session:
+            row = session.get(_JobRow, job_id)
+            if row is None or row.user_id != who.user_id or row.knowledge_name != name:
+                raise KnowledgeError(f"knowledge base {name!r} has no job {job_id!r}")
+            return IngestJob(row.id, row.knowledge_name, row.status, row.total, row.processed,
+                             json.loads(row.results), row.error)
+
+    def _update(self, job_id: str, **values: Any) -> None:
+        with self._session() as session:
+            row = session.get(_JobRow, job_id)
+            if row is not None:
+                for key, value in values.items():
+                    setattr(row, key, value)
+                row.updated = time.time()
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with Session(self._engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    # -- principals ------------------------------------------------------------------------------
+
+    def local_principal(self) -> Principal:
+        return Principal(LOCAL_USER, admin=True)
+
+
+def check_kb_name(name: Any) -> str:
+    if not isinstance(name, str) or not re.fullmatch(KBNAME_PATTERN, name):
+        raise ParameterError(
+            f"knowledge base name {name!r} must be 1 to 64 characters from [A-Za-z0-9_.-], "
+            "starting with a letter or digit"
+        )
+    return name
+
+
