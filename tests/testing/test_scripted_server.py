@@ -15,6 +15,7 @@ import pytest
 import trustme
 
 from mx_rag.testing import TINY_PNG, RecordedRequest, Reply, ScriptedServer
+from mx_rag.testing.scripted_server import Fault
 
 CHAT = "/v1/chat/completions"
 
@@ -532,3 +533,114 @@ def test_tls_failures_do_not_kill_the_server(ca: trustme.CA) -> None:
             with pytest.raises(httpx.RemoteProtocolError):
                 c.post(srv.url(CHAT), json=chat_body())
             assert c.get(srv.url("/v1/models")).status_code == 200
+
+
+# -- Fault: broken connections ------------------------------------------------------------------
+
+
+def test_fault_hang_reads_the_request_and_never_answers(server: ScriptedServer) -> None:
+    server.enqueue(Fault.hang())
+    with httpx.Client(timeout=0.2) as c, pytest.raises(httpx.ReadTimeout):
+        c.post(server.url(CHAT), json=chat_body())
+    assert server.requests[0].json == chat_body()
+
+
+def test_fault_hang_after_head_and_bytes(server: ScriptedServer) -> None:
+    server.enqueue(Fault.hang(Reply.chat("hello"), after=7), Fault.hang(Reply.stream(["a", "b"]), after=2))
+    with httpx.Client(timeout=0.2) as c:
+        with c.stream("POST", server.url(CHAT), json=chat_body()) as response:
+            assert response.status_code == 200 and int(response.headers["content-length"]) > 7
+            with pytest.raises(httpx.ReadTimeout):
+                response.read()
+        received: list[str] = []
+        with pytest.raises(httpx.ReadTimeout), c.stream("POST", server.url(CHAT), json=chat_body()) as response:
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    received.append(line)
+    assert [json.loads(line[5:])["choices"][0]["delta"]["content"] for line in received] == ["", "a"]
+
+
+def test_fault_hang_with_hold_zero_closes_mid_body(server: ScriptedServer, client: httpx.Client) -> None:
+    server.enqueue(Fault.hang(Reply.chat("hello"), after=7, hold=0))
+    with pytest.raises(httpx.RemoteProtocolError, match="received 7 bytes"):
+        client.post(CHAT, json=chat_body())
+
+
+def test_fault_hang_is_released_by_stop() -> None:
+    srv = ScriptedServer().start()
+    srv.enqueue(Fault.hang())
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            httpx.post(srv.url(CHAT), json={}, timeout=30)
+        except httpx.HTTPError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    assert _eventually(lambda: len(srv.requests) == 1)
+    srv.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()  # the held connection was closed, long before the 30 s timeout
+    assert len(errors) == 1 and isinstance(errors[0], httpx.TransportError)
+
+
+@pytest.mark.parametrize("reply", [None, "chat", "stream"])
+def test_fault_reset_is_a_connection_reset(server: ScriptedServer, client: httpx.Client, reply: str | None) -> None:
+    wrapped = {None: None, "chat": Reply.chat("hello"), "stream": Reply.stream(["a", "b"])}[reply]
+    server.enqueue(Fault.reset(wrapped, after=2))
+    with pytest.raises(httpx.ReadError, match="reset"):
+        client.post(CHAT, json=chat_body())
+    assert len(server.requests) == 1
+    assert client.get("/v1/models").status_code == 200  # the server keeps serving
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_fault_flood_sends_exactly_size_bytes(server: ScriptedServer, client: httpx.Client, chunked: bool) -> None:
+    server.enqueue(Fault.flood(300_000, chunked=chunked))
+    response = client.post("/big", json={})
+    assert response.content == b"x" * 300_000
+    assert ("content-length" in response.headers) is not chunked
+    assert client.get("/v1/models").status_code == 200  # a complete body keeps the connection usable
+
+
+def test_fault_flood_stops_when_the_client_goes_away(server: ScriptedServer) -> None:
+    server.enqueue(Fault.flood(1 << 40, chunked=True))  # a terabyte: only a client that leaves ends it
+    with httpx.Client(timeout=5) as c, c.stream("POST", server.url("/big"), json={}) as response:
+        assert len(next(response.iter_bytes())) > 0
+    assert c.is_closed
+    with httpx.Client(timeout=5) as c2:
+        assert c2.get(server.url("/v1/models")).status_code == 200
+
+
+def test_fault_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="after"):
+        Fault.reset(Reply.chat("x"), after=-1)
+    with pytest.raises(ValueError, match="ordinary Reply"):
+        Fault.hang(Reply.drop())
+    with pytest.raises(ValueError, match="ordinary Reply"):
+        Fault.reset(Fault.hang())
+    with pytest.raises(ValueError, match="size"):
+        Fault.flood(-1)
+
+
+def test_connection_count(server: ScriptedServer) -> None:
+    assert server.connection_count == 0
+    with httpx.Client(timeout=5) as c:
+        for _ in range(3):
+            c.get(server.url("/v1/models"))  # one kept-alive connection
+    with httpx.Client(timeout=5) as c:
+        c.get(server.url("/v1/models"))
+    assert _eventually(lambda: server.connection_count == 2)
+    server.reset()
+    assert server.connection_count == 0
+
+
+def _eventually(condition: Any, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
