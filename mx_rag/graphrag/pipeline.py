@@ -18,7 +18,7 @@ from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
 from mx_rag.graphrag.llm_extractor import MAX_WORKERS, LLMExtractor
 from mx_rag.graphrag.merge import to_records
-from mx_rag.graphrag.registry import ChunkRecord, ChunkRegistry, chunk_id, content_hash
+from mx_rag.graphrag.registry import ChangeJournal, ChunkRecord, ChunkRegistry, GraphChange, chunk_id, content_hash
 from mx_rag.graphrag.retriever import GraphRetriever
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.reranker.reranker import Reranker
@@ -74,7 +74,14 @@ class GraphRAGPipeline:
     graph, and embeds new node names; ``as_retriever`` gives a ``GraphRetriever``. Building again
     after more uploads extends the graph; ``delete_document`` removes what only one document
     supported. Files in ``work_dir``: ``<graph_name>.json`` (graph), ``<graph_name>_chunks.json``
-    (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings).
+    (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings), and,
+    while a build or deletion is changing them, ``<graph_name>_journal.json`` (the change).
+
+    A process killed in the middle of ``build_graph`` or ``delete_document`` leaves the change in
+    the journal (once its extractions are done); the next pipeline opened on ``work_dir`` (or the
+    next build or deletion of this one, after an error) applies it to the stores that miss it, so
+    the graph, the chunk registry and the node vectors always agree. A build killed earlier, while
+    extracting, left nothing in the graph; its extractions so far are cached.
 
     Args:
         work_dir: an existing directory for the graph's files.
@@ -148,8 +155,10 @@ class GraphRAGPipeline:
         self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
         self._vectors = self._open_vectors(node_vector_store, devs)
+        self._journal = ChangeJournal(self._file("_journal.json"), encrypt_fn, decrypt_fn)
         self._pending: dict[str, list[ChunkRecord]] = {}
         self._lock = threading.RLock()
+        self._recover()
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -231,10 +240,13 @@ class GraphRAGPipeline:
             pending = dict(self._pending)
             if not pending:
                 raise KnowledgeError("no documents to build: call upload_files first")
+            self._recover()
             changed = self._changed(pending)
             self._extract_missing([c for chunks in changed.values() for c in chunks], extractor, batch_size)
-            self._merge(changed)
-            self._sync_vectors(batch_size)
+            if changed:
+                self._apply(self._build_change(changed), batch_size)
+            else:
+                self._sync_vectors(batch_size)
             for document in pending:
                 self._pending.pop(document, None)
         logger.info("graph %s: %d nodes, %d edges", self._name, self._graph.count_nodes(), self._graph.count_edges())
@@ -292,19 +304,52 @@ class GraphRAGPipeline:
             self._registry.save()
             logger.info("extracted %d of %d new chunks", min(start + batch_size, len(todo)), len(todo))
 
-    def _merge(self, changed: dict[str, list[ChunkRecord]]) -> None:
-        pairs: list[tuple[str, Extraction]] = []
-        for chunks in changed.values():
-            pairs += [(c.id, self._registry.cached(c.hash) or Extraction()) for c in chunks]
+    def _build_change(self, changed: dict[str, list[ChunkRecord]]) -> GraphChange:
+        built = set(self._registry.documents())
+        extractions = {c.hash: self._registry.cached(c.hash) or Extraction() for cs in changed.values() for c in cs}
+        return GraphChange(put=changed, drop={d: self._registry.chunk_ids(d) for d in changed if d in built},
+                           extractions=extractions)  # fmt: skip
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def _apply(self, change: GraphChange, batch_size: int) -> list[str]:
+        """Journal ``change``, then apply it to the graph, the registry and the node vectors; return
+        the names of the nodes it deleted.
+
+        Every step can run again over its own result, so a journal left by a killed process is
+        applied again from the start (``_recover``). An error inside the graph batch (rolled back:
+        no store has any of the change) removes the journal; a later error keeps it for the next
+        attempt.
+        """
+        self._journal.write(change)
+        pairs = [(c.id, change.extractions.get(c.hash) or Extraction()) for cs in change.put.values() for c in cs]
         nodes, edges = to_records(pairs)
-        with self._graph.batch():
-            old = [i for d in changed for i in self._registry.chunk_ids(d)]
-            self._graph.remove_sources(old)
-            self._graph.upsert_nodes(nodes)
-            self._graph.upsert_edges(edges)
-        for document, chunks in changed.items():
-            self._registry.put_document(document, chunks)
+        written = False
+        try:
+            with self._graph.batch():
+                removed = self._graph.remove_sources(change.stale_chunks())
+                self._graph.upsert_nodes(nodes)
+                self._graph.upsert_edges(edges)
+                written = True
+        except BaseException:
+            if not written:
+                self._journal.clear()
+            raise
+        self._registry.cache(dict(change.extractions))
+        self._registry.replace_documents(change.put, change.removed)
         self._registry.save()
+        self._sync_vectors(batch_size)
+        self._journal.clear()
+        return removed
+
+    def _recover(self) -> None:
+        """Finish the change a killed process (or a failed call) left in the journal."""
+        change = self._journal.read()
+        if change is not None:
+            logger.warning("graph %s: finishing an interrupted change (%d documents added, %d removed) "
+                           "recorded in %s", self._name, len(change.put), len(change.removed),
+                           self._journal.path)  # fmt: skip
+            self._apply(change, MAX_BATCH_SIZE)
 
     def _sync_vectors(self, batch_size: int) -> None:
         """Embed nodes that have no vector yet; drop vectors of deleted nodes (keyed by Node.id)."""
@@ -337,18 +382,14 @@ class GraphRAGPipeline:
         """
         document = str(check_path("path", path))
         with self._lock:
+            self._recover()
             staged = self._pending.pop(document, None)
             ids = self._registry.chunk_ids(document)
             if not ids and document not in self._registry.documents():
                 if staged is not None:
                     return []
                 raise KnowledgeError(f"document {document!r} is not in graph {self._name!r}")
-            with self._graph.batch():
-                removed = self._graph.remove_sources(ids)
-            self._registry.remove_document(document)
-            self._registry.save()
-            self._sync_vectors(MAX_BATCH_SIZE)
-        return removed
+            return self._apply(GraphChange(drop={document: ids}), MAX_BATCH_SIZE)
 
     # -- retrieval -------------------------------------------------------------------------------
 

@@ -1,29 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``ChunkRegistry``: the documents built into the graph, their chunks, and cached extractions.
+"""``ChunkRegistry``: the documents built into the graph, their chunks, and cached extractions;
+``ChangeJournal``: the change of the graph in progress.
 
-One JSON file (``<graph_name>_chunks.json``), saved atomically and optionally encrypted. The
-extraction cache is keyed by a hash of the chunk text, so a chunk already extracted (in this or
-another document) is never sent to the LLM again; entries no chunk uses any more are dropped.
+The registry is one JSON file (``<graph_name>_chunks.json``), saved atomically and optionally
+encrypted. The extraction cache is keyed by a hash of the chunk text, so a chunk already extracted
+(in this or another document) is never sent to the LLM again; entries no chunk uses any more are
+dropped.
+
+A change of the graph touches three stores that cannot commit together (the graph, this registry,
+the node vectors). ``GraphRAGPipeline`` writes the change to the journal
+(``<graph_name>_journal.json``) before it touches any of them and removes the journal once all
+three have it; a pipeline opened over a journal left by a killed process applies the change
+again (every step of it can be repeated), so an interrupted build or deletion is finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mx_rag.errors import StorageError
 from mx_rag.graphrag.extraction import Entity, Extraction, Relation
-from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
+from mx_rag.storage.vectorstore._atomic import fsync_dir, remove_stale_temps, write_atomic
 
-__all__ = ["ChunkRecord", "ChunkRegistry", "chunk_id", "content_hash"]
+__all__ = ["ChangeJournal", "ChunkRecord", "ChunkRegistry", "GraphChange", "chunk_id", "content_hash"]
 
 FORMAT = "mxrag-graph-chunks"
 VERSION = 1
+JOURNAL_FORMAT = "mxrag-graph-journal"
+JOURNAL_VERSION = 1
 
 
 def content_hash(text: str) -> str:
@@ -92,18 +103,27 @@ class ChunkRegistry:
 
     def put_document(self, document: str, chunks: list[ChunkRecord]) -> None:
         """Add a document, or replace its earlier chunks."""
-        with self._lock:
-            freed = self._drop(document)
-            self._documents[document] = [c.id for c in chunks]
-            self._chunks.update((c.id, c) for c in chunks)
-            self._prune(freed)
+        self.replace_documents({document: chunks})
 
     def remove_document(self, document: str) -> list[str]:
         """Forget a document and its chunks; return the chunk ids."""
         with self._lock:
-            ids = self._documents.get(document, [])
-            self._prune(self._drop(document))
+            ids = list(self._documents.get(document, []))
+            self.replace_documents({}, [document])
             return ids
+
+    def replace_documents(self, put: Mapping[str, list[ChunkRecord]], remove: Iterable[str] = ()) -> None:
+        """Add or replace the documents of ``put`` and forget those of ``remove``, together: an
+        extraction is dropped only if no chunk uses it once all of them are done (a text that moves
+        from one document to another keeps its cached extraction)."""
+        with self._lock:
+            freed: set[str] = set()
+            for document in [*put, *remove]:
+                freed |= self._drop(document)
+            for document, chunks in put.items():
+                self._documents[document] = [c.id for c in chunks]
+                self._chunks.update((c.id, c) for c in chunks)
+            self._prune(freed)
 
     def _drop(self, document: str) -> set[str]:
         """Forget the document's chunks; return their text hashes."""
@@ -134,36 +154,140 @@ class ChunkRegistry:
         with self._lock:
             data = {
                 "format": FORMAT, "version": VERSION, "documents": self._documents,
-                "chunks": {i: [c.document, c.text, c.hash, c.metadata] for i, c in self._chunks.items()},
+                "chunks": {i: _chunk_to_json(c) for i, c in self._chunks.items()},
                 "extractions": {h: _extraction_to_json(e) for h, e in self._extractions.items()},
             }
             text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-        if self._encrypt_fn is not None:
-            text = self._encrypt_fn(text)
-        payload = text.encode("utf-8")
-
-        def write(tmp: str) -> None:
-            Path(tmp).write_bytes(payload)
-
-        try:
-            write_atomic(self._path, write)
-        except OSError as exc:
-            raise StorageError(f"cannot save the chunk registry {str(self._path)!r}: {exc}") from exc
+        _write(self._path, text, self._encrypt_fn, "the chunk registry")
 
     def _load(self) -> None:
         where = f"the chunk registry {str(self._path)!r}"
         try:
-            text = self._path.read_bytes().decode("utf-8")
-            if self._decrypt_fn is not None:
-                text = self._decrypt_fn(text)
-            data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-                raise ValueError(f"not an mx_rag chunk registry of version {VERSION}")
+            data = _read(self._path, self._decrypt_fn, FORMAT, VERSION)
             self._documents = {str(d): [str(i) for i in ids] for d, ids in data["documents"].items()}
-            self._chunks = {
-                str(i): ChunkRecord(str(i), str(doc), str(text), str(h), dict(meta))
-                for i, (doc, text, h, meta) in data["chunks"].items()
-            }
+            self._chunks = {str(i): _chunk_from_json(i, row) for i, row in data["chunks"].items()}
             self._extractions = {str(h): _extraction_from_json(e) for h, e in data["extractions"].items()}
         except Exception as exc:
             raise StorageError(f"cannot read {where} (damaged, or the wrong decrypt_fn): {exc}") from exc
+
+
+def _chunk_to_json(chunk: ChunkRecord) -> list[Any]:
+    return [chunk.document, chunk.text, chunk.hash, chunk.metadata]
+
+
+def _chunk_from_json(chunk_id: Any, row: list[Any]) -> ChunkRecord:
+    document, text, text_hash, metadata = row
+    return ChunkRecord(str(chunk_id), str(document), str(text), str(text_hash), dict(metadata))
+
+
+def _write(path: Path, text: str, encrypt_fn: Callable[[str], str] | None, what: str) -> None:
+    if encrypt_fn is not None:
+        text = encrypt_fn(text)
+    payload = text.encode("utf-8")
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(payload)
+
+    try:
+        write_atomic(path, write)
+    except OSError as exc:
+        raise StorageError(f"cannot save {what} {str(path)!r}: {exc}") from exc
+
+
+def _read(path: Path, decrypt_fn: Callable[[str], str] | None, kind: str, version: int) -> dict[str, Any]:
+    text = path.read_bytes().decode("utf-8")
+    if decrypt_fn is not None:
+        text = decrypt_fn(text)
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != kind or data.get("version") != version:
+        raise ValueError(f"not an mx_rag {kind} of version {version}")
+    return data
+
+
+# -- the journal ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphChange:
+    """One change of the graph: documents added or replaced, and documents removed.
+
+    Attributes:
+        put: document -> its new chunks.
+        drop: document -> the chunk ids it had before the change (documents of ``put`` that were
+            built before, and the documents removed).
+        extractions: text hash -> the extraction of every chunk of ``put``.
+    """
+
+    put: Mapping[str, list[ChunkRecord]] = field(default_factory=dict)
+    drop: Mapping[str, list[str]] = field(default_factory=dict)
+    extractions: Mapping[str, Extraction] = field(default_factory=dict)
+
+    @property
+    def removed(self) -> list[str]:
+        """The documents the change removes (those of ``drop`` that it does not put back)."""
+        return [d for d in self.drop if d not in self.put]
+
+    def stale_chunks(self) -> list[str]:
+        """The chunk ids that leave the graph: those dropped that no document puts back."""
+        kept = {c.id for chunks in self.put.values() for c in chunks}
+        return list(dict.fromkeys(i for ids in self.drop.values() for i in ids if i not in kept))
+
+
+class ChangeJournal:
+    """The file holding the ``GraphChange`` in progress (absent when none is)."""
+
+    def __init__(
+        self,
+        path: Path,
+        encrypt_fn: Callable[[str], str] | None = None,
+        decrypt_fn: Callable[[str], str] | None = None,
+    ) -> None:
+        self._path = path
+        self._encrypt_fn = encrypt_fn
+        self._decrypt_fn = decrypt_fn
+        remove_stale_temps(path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def write(self, change: GraphChange) -> None:
+        """Record ``change`` durably (atomically replacing any earlier one)."""
+        data = {
+            "format": JOURNAL_FORMAT, "version": JOURNAL_VERSION,
+            "put": {d: [[c.id, *_chunk_to_json(c)] for c in chunks] for d, chunks in change.put.items()},
+            "drop": {d: list(ids) for d, ids in change.drop.items()},
+            "extractions": {h: _extraction_to_json(e) for h, e in change.extractions.items()},
+        }  # fmt: skip
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+        _write(self._path, text, self._encrypt_fn, "the graph journal")
+
+    def read(self) -> GraphChange | None:
+        """The change recorded, or None when there is none.
+
+        Raises:
+            StorageError: the journal cannot be read (it is never ignored: the change it holds
+                may be half applied).
+        """
+        if not self._path.exists():
+            return None
+        try:
+            data = _read(self._path, self._decrypt_fn, JOURNAL_FORMAT, JOURNAL_VERSION)
+            put = {str(d): [_chunk_from_json(row[0], row[1:]) for row in rows] for d, rows in data["put"].items()}
+            drop = {str(d): [str(i) for i in ids] for d, ids in data["drop"].items()}
+            extractions = {str(h): _extraction_from_json(e) for h, e in data["extractions"].items()}
+        except Exception as exc:
+            raise StorageError(f"cannot read the graph journal {str(self._path)!r} (damaged, or the wrong "
+                               f"decrypt_fn): {exc}") from exc  # fmt: skip
+        return GraphChange(put, drop, extractions)
+
+    def clear(self) -> None:
+        """Remove the journal (durably: the directory is fsynced)."""
+        try:
+            self._path.unlink()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError(f"cannot remove the graph journal {str(self._path)!r}: {exc}") from exc
+        with contextlib.suppress(OSError):
+            fsync_dir(self._path.parent)
