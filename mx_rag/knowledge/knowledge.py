@@ -253,21 +253,20 @@ class KnowledgeDB:
             embed_func: ``texts -> vectors``, the embedder the documents were stored with.
             k, score_threshold, filter_dict: as ``Retriever``'s; ``filter_dict`` can only narrow.
         """
-        return self.scoped(
-            Retriever(
-                vector_store=self.vector_store,
-                document_store=self.chunk_store,
-                embed_func=embed_func,
-                k=k,
-                score_threshold=score_threshold,
-                filter_dict=filter_dict or {},
-            )
+        dense = Retriever(
+            vector_store=self.vector_store,
+            document_store=self.chunk_store,
+            embed_func=embed_func,
+            k=k,
+            score_threshold=score_threshold,
+            filter_dict=filter_dict or {},
         )
+        return self.scoped(dense, k=k)
 
-    def scoped(self, retriever: Any) -> KnowledgeRetriever:
+    def scoped(self, retriever: Any, k: int | None = None) -> KnowledgeRetriever:
         """``retriever`` (any mx_rag retriever taking a per-call ``filter_dict``) limited to this
-        knowledge base's current documents."""
-        return KnowledgeRetriever(retriever=retriever, document_ids=self.document_ids)
+        knowledge base's current documents; ``k``, when given, is asked of it on every call."""
+        return KnowledgeRetriever(retriever=retriever, document_ids=self.document_ids, k=k)
 
     # -- consistency -----------------------------------------------------------------------------
 

@@ -22,18 +22,19 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, ValidationError, field_validator
 
-from mx_rag.retrievers.call_settings import check_filter_dict
+from mx_rag.retrievers.call_settings import CallSettingsRetriever, check_filter_dict, check_k
 from mx_rag.utils.checks import as_parameter_error, fail
 
 __all__ = ["KnowledgeRetriever"]
 
 
-class KnowledgeRetriever(BaseRetriever):
+class KnowledgeRetriever(CallSettingsRetriever):
     """``retriever``, searching only the documents ``document_ids()`` returns at each call.
 
     Args:
         retriever: an mx_rag retriever that honours a per-call ``filter_dict``.
         document_ids: returns the ids of the documents that may be returned.
+        k: documents per call; None leaves it to the wrapped retriever.
 
     ``invoke`` takes the wrapped retriever's per-call settings (``k``, ``score_threshold``,
     ``filter_dict``); a ``filter_dict`` can only narrow the knowledge base, never widen it.
@@ -43,12 +44,18 @@ class KnowledgeRetriever(BaseRetriever):
 
     retriever: BaseRetriever
     document_ids: Callable[[], list[int]]
+    k: int | None = None
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise as_parameter_error(exc) from exc
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return None if value is None else check_k(value)
 
     @field_validator("document_ids", mode="before")
     @classmethod
@@ -63,4 +70,6 @@ class KnowledgeRetriever(BaseRetriever):
         allowed = set(self.document_ids())
         given = check_filter_dict(kwargs.pop("filter_dict", None)).get("document_id")
         ids = allowed if given is None else allowed.intersection(given)
+        if self.k is not None:
+            kwargs.setdefault("k", self.k)
         return self.retriever.invoke(query, filter_dict={"document_id": sorted(ids)}, **kwargs)

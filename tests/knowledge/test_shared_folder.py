@@ -159,3 +159,14 @@ def test_knowledge_retriever_never_crosses_into_another_knowledge_base(stores: S
     assert scoped.invoke("a late document about storage", k=1)[0].page_content == "a late document about storage"
     mine.delete_file("late.txt")
     assert all(d.page_content.endswith("mine") for d in scoped.invoke("a late document about storage", k=3))
+
+
+def test_knowledge_retriever_takes_per_call_settings_sync_and_async(kb: KnowledgeDB, stores: Stores) -> None:
+    import asyncio
+
+    for i in range(3):
+        kb.add_file(write(stores.docs / f"n{i}.txt", str(i)), [f"note {i} about lockers"], stores.embed)
+    scoped = kb.as_retriever(stores.embed, k=3)
+    assert len(scoped.invoke("note about lockers")) == 3
+    assert len(scoped.invoke("note about lockers", k=1)) == 1
+    assert len(asyncio.run(scoped.ainvoke("note about lockers", k=2))) == 2

@@ -148,7 +148,7 @@ BAD_BODIES: dict[str, Any] = {
 def test_bad_bodies_get_422(served: RetrievalServer, body: Any) -> None:
     response = httpx.post(served.url, json=body, timeout=30)
     assert response.status_code == 422
-    assert response.json()["detail"]
+    assert response.json()["error"]["message"]
     assert len(response.content) < 2000  # the offending value is not echoed back
 
 
@@ -188,7 +188,7 @@ def test_failing_retriever_gives_500_without_internals_and_the_client_degrades(
         with caplog.at_level(logging.WARNING, logger="mx_rag.server.retrieval"):
             response = httpx.post(server.url, json={"query": "q", "top_k": 2})
         assert response.status_code == 500 and "secret" not in response.text
-        assert "RuntimeError" in response.json()["detail"]
+        assert "RuntimeError" in response.json()["error"]["message"]
         assert "corrupt" in caplog.text  # logged for the operator
         with (
             RetrievalApiClient(server.url, client_param=HTTP) as client,
