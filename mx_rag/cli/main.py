@@ -218,6 +218,11 @@ def _register_rag_commands() -> None:
     from mx_rag.cli import kb
 
     app.add_typer(kb.app, name="kb")
+    from mx_rag.cli import server_cmds
+
+    app.command()(server_cmds.serve)
+    app.add_typer(server_cmds.keys_app, name="keys")
+    app.add_typer(server_cmds.config_app, name="config")
 
 
 _register_rag_commands()

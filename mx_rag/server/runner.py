@@ -14,7 +14,7 @@ from typing import Any
 from mx_rag.errors import ExtraNotInstalledError, MxRagError, ParameterError
 from mx_rag.utils.checks import check_int, check_number, check_str
 
-__all__ = ["AppServer"]
+__all__ = ["AppServer", "bind_socket"]
 
 
 class AppServer:
@@ -70,7 +70,7 @@ class AppServer:
             MxRagError: the address could not be bound (busy port, unknown host, no permission).
         """
         if self._socket is None and self._server is None:
-            self._socket = _bind(self.host, self.port)
+            self._socket = bind_socket(self.host, self.port)
             self.port = int(self._socket.getsockname()[1])
         return self
 
@@ -138,7 +138,8 @@ class AppServer:
         self.stop()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (MxRagError naming the address if it cannot be had)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         sock = socket.socket(family, kind, proto)
