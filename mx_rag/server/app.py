@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 
+from mx_rag.errors import ParameterError
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.server import metrics
 from mx_rag.server.answers import Answerer
@@ -23,10 +24,11 @@ from mx_rag.server.errors import error_response, install_error_handling
 from mx_rag.server.kb_api import kb_router
 from mx_rag.server.openai_api import openai_router
 from mx_rag.server.service import KnowledgeService
+from mx_rag.server.settings import ServerSettings
 from mx_rag.server.tei_api import tei_router
 from mx_rag.utils.common import MB
 
-__all__ = ["create_app"]
+__all__ = ["app_from_environment", "chat_url", "create_app", "server_llm"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +85,30 @@ def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM,
         logger.info("the mcp package is not installed: no /mcp endpoint")
     else:
         mount_mcp(app, service, llm, auth)
+
+
+def chat_url(url: str) -> str:
+    """An OpenAI-compatible chat URL from a base URL (``.../v1``) or the full one."""
+    url = url.rstrip("/")
+    return url if url.endswith("/chat/completions") else url + "/chat/completions"
+
+
+def server_llm(settings: ServerSettings, url: str) -> Text2TextLLM:
+    """The server's LLM client for the chat URL (or base URL) ``url``."""
+    from mx_rag.utils import ClientParam
+
+    key = settings.llm.api_key
+    param = ClientParam(use_http=True, timeout=int(settings.llm.timeout),
+                        api_key=None if key is None else key.get_secret_value())
+    return Text2TextLLM(base_url=chat_url(url), model_name=settings.llm.model, client_param=param)
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one ``mxrag serve`` worker, from ``mxrag.toml`` and ``MXRAG_*`` variables (the
+    command puts its options there, and the embedded LLM's URL in ``MXRAG_LLM__URL``)."""
+    from mx_rag.server.settings import load_settings
+
+    settings = load_settings()
+    if settings.llm.url is None:
+        raise ParameterError("MXRAG_LLM__URL is not set: start workers with `mxrag serve`, which sets it")
+    return create_app(KnowledgeService(settings), server_llm(settings, settings.llm.url))
