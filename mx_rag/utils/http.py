@@ -196,6 +196,7 @@ class _Call:
         self.url = url
         self.end = None if param.deadline is None else time.monotonic() + param.deadline
         self.attempt = 0
+        self.last: tuple[RemoteError, str] | None = None  # the failure that led to the current retry
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline; ``RemoteTimeoutError`` when it has passed."""
@@ -203,10 +204,23 @@ class _Call:
             return None
         left = self.end - time.monotonic()
         if left <= 0:
-            raise RemoteTimeoutError(
-                f"the total deadline (ClientParam.deadline={self.param.deadline:g} s) ran out", url=self.url
+            after = f" in attempt {self.attempt + 1} (the one before failed with {self.last[1]})" if self.last else ""
+            error = RemoteTimeoutError(
+                f"the total deadline (ClientParam.deadline={self.param.deadline:g} s) ran out{after}", url=self.url
             )
+            raise error from (self.last[0] if self.last else None)
         return left
+
+    def deadline_error(self, exc: httpx.TransportError) -> RemoteTimeoutError | None:
+        """The deadline's error when ``exc`` is a timeout that was cut short by it, else None."""
+        if not isinstance(exc, httpx.TimeoutException) or self.end is None or time.monotonic() < self.end - 0.01:
+            return None
+        error = RemoteTimeoutError(
+            f"the total deadline (ClientParam.deadline={self.param.deadline:g} s) ran out: {_describe(exc)}",
+            url=self.url,
+        )
+        error.__cause__ = exc
+        return error
 
     def timeout(self) -> httpx.Timeout:
         remaining = self.remaining()
@@ -224,10 +238,8 @@ class _Call:
         asked = parse_retry_after(retry_after)
         if asked is not None:
             delay = min(asked, MAX_BACKOFF)
-        try:
-            remaining = self.remaining()
-        except RemoteTimeoutError as exc:
-            raise exc from error
+        self.last = (error, reason)
+        remaining = self.remaining()
         if remaining is not None and delay >= remaining:
             raise RemoteTimeoutError(
                 f"gave up after {reason}: the retry in {delay:.2f} s would pass the deadline "
@@ -314,7 +326,7 @@ class HttpClient:
             try:
                 response = self._client.send(request, stream=True)
             except httpx.TransportError as exc:
-                error = _transport_error(exc, call.url)
+                error = call.deadline_error(exc) or _transport_error(exc, call.url)
                 if not isinstance(exc, _RETRIED_TRANSPORT) or _tls_failure(exc) is not None:
                     raise error from exc
                 call.retry(error, _describe(exc))
@@ -349,7 +361,9 @@ class HttpClient:
                 call.remaining()
                 yield chunk
         except httpx.TimeoutException as exc:
-            raise RemoteTimeoutError(f"reading the response timed out: {_describe(exc)}", url=call.url) from exc
+            raise call.deadline_error(exc) or RemoteTimeoutError(
+                f"reading the response timed out: {_describe(exc)}", url=call.url
+            ) from exc
         except httpx.TransportError as exc:
             raise RemoteResponseError(f"the response was cut off: {_describe(exc)}", url=call.url) from exc
         except httpx.DecodingError as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 
+import httpx
 import pytest
 from net_helpers import CLIENTS, RAISING, STREAMING, SilentListener, eventually, failure, ok_reply, param
 
@@ -30,7 +31,7 @@ def test_server_that_never_answers_times_out_once(
     server: ScriptedServer, name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.enqueue(Fault.hang())
-    error = failure(name, server.base_url, param(timeout=0.2, retries=2), caplog)
+    error = failure(name, server.base_url, param(timeout=0.15, retries=2), caplog)
     if error is not None:
         assert isinstance(error, RemoteTimeoutError)
         assert "timed out waiting for the response" in str(error)
@@ -41,7 +42,7 @@ def test_server_that_never_answers_times_out_once(
 def test_head_then_stall_times_out(server: ScriptedServer, name: str, caplog: pytest.LogCaptureFixture) -> None:
     # a JSON answer: the head and 3 body bytes; a stream: the head, the role chunk and "o"
     server.enqueue(Fault.hang(ok_reply(name), after=2 if name in STREAMING else 3))
-    error = failure(name, server.base_url, param(timeout=0.2, retries=2), caplog)
+    error = failure(name, server.base_url, param(timeout=0.15, retries=2), caplog)
     if error is not None:
         assert isinstance(error, RemoteTimeoutError)
         assert "reading the response timed out" in str(error)
@@ -59,20 +60,20 @@ def test_stream_stall_keeps_what_arrived_and_raises(server: ScriptedServer) -> N
     assert seen == ["The ", "The answer "]
 
 
-@pytest.mark.parametrize("name", ["chat", "chat_streamly", "embed"])
+@pytest.mark.parametrize("name", ["chat_streamly", "embed"])
 def test_unanswered_tls_handshake_is_a_connect_timeout_and_is_retried(
     silent: SilentListener, name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     base = f"https://127.0.0.1:{silent.port}"
-    error = failure(name, base, param(use_http=False, connect_timeout=0.2, timeout=5, retries=2), caplog)
+    error = failure(name, base, param(use_http=False, connect_timeout=0.15, timeout=5, retries=1), caplog)
     assert isinstance(error, RemoteTimeoutError)
     assert "timed out connecting" in str(error)
-    assert eventually(lambda: len(silent.accepted) == 3)  # the first attempt and two retries
+    assert eventually(lambda: len(silent.accepted) == 2)  # the first attempt and one retry
 
 
 def test_connect_timeout_defaults_to_timeout(silent: SilentListener, caplog: pytest.LogCaptureFixture) -> None:
     base = f"https://127.0.0.1:{silent.port}"
-    error = failure("chat", base, param(use_http=False, timeout=0.2, retries=0), caplog)
+    error = failure("chat", base, param(use_http=False, timeout=0.15, retries=0), caplog)
     assert isinstance(error, RemoteTimeoutError) and "connecting" in str(error)
     assert eventually(lambda: len(silent.accepted) == 1)
 
@@ -80,47 +81,47 @@ def test_connect_timeout_defaults_to_timeout(silent: SilentListener, caplog: pyt
 def test_full_accept_queue_is_a_connect_timeout(full_backlog: int, caplog: pytest.LogCaptureFixture) -> None:
     base = f"http://127.0.0.1:{full_backlog}"
     with caplog.at_level(logging.INFO, logger="mx_rag.utils.http"):
-        error = failure("embed", base, param(connect_timeout=0.2, retries=1), caplog)
+        error = failure("embed", base, param(connect_timeout=0.15, retries=1), caplog)
     assert isinstance(error, RemoteTimeoutError) and "timed out connecting" in str(error)
     assert sum("retrying" in r.getMessage() for r in caplog.records) == 1
 
 
-@pytest.mark.parametrize("name", ["chat", "chat_streamly"])
-def test_deadline_bounds_connect_retries(silent: SilentListener, name: str, caplog: pytest.LogCaptureFixture) -> None:
-    # without the deadline: 11 attempts of 0.2 s and 0.2 * (2**10 - 1) s of backoff (capped at 30 s each)
+def test_deadline_bounds_connect_retries(silent: SilentListener, caplog: pytest.LogCaptureFixture) -> None:
+    # without the deadline: 11 attempts of 0.15 s and 0.1 * (2**10 - 1) s of backoff (capped at 30 s each)
     base = f"https://127.0.0.1:{silent.port}"
     started = time.monotonic()
-    error = failure(name, base, param(use_http=False, connect_timeout=0.2, retries=10, backoff=0.2,
-                                      deadline=1.0), caplog)
+    error = failure("chat_streamly", base, param(use_http=False, connect_timeout=0.15, retries=10, backoff=0.1,
+                                                 deadline=0.6), caplog)
     assert time.monotonic() - started < 8.0
     assert isinstance(error, RemoteTimeoutError) and "deadline" in str(error)
-    assert isinstance(error.__cause__, RemoteTimeoutError)  # the last attempt's own failure
-    assert 2 <= len(silent.accepted) <= 6
+    # the cause: the last attempt's connect timeout (ours after a retry, httpx's when the deadline cut it short)
+    assert isinstance(error.__cause__, (RemoteTimeoutError, httpx.ConnectTimeout))
+    assert 1 <= len(silent.accepted) <= 6
 
 
-@pytest.mark.parametrize("name", ["chat", "chat_streamly", "embed"])
+@pytest.mark.parametrize("name", ["chat", "embed"])
 def test_deadline_cuts_a_long_read_timeout(server: ScriptedServer, name: str, caplog: pytest.LogCaptureFixture) -> None:
     server.enqueue(Fault.hang())
     started = time.monotonic()
-    error = failure(name, server.base_url, param(timeout=60, deadline=0.5), caplog)
+    error = failure(name, server.base_url, param(timeout=60, deadline=0.3), caplog)
     assert time.monotonic() - started < 10.0  # instead of the 60 s read timeout
-    assert isinstance(error, RemoteTimeoutError)
+    assert isinstance(error, RemoteTimeoutError) and "deadline" in str(error)
 
 
 def test_deadline_bounds_a_stalled_stream_body(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     server.enqueue(Fault.hang(Reply.stream(["a", "b"]), after=2))
     started = time.monotonic()
-    error = failure("stream", server.base_url, param(timeout=60, deadline=0.5), caplog)
+    error = failure("stream", server.base_url, param(timeout=60, deadline=0.3), caplog)
     assert time.monotonic() - started < 10.0
-    assert isinstance(error, RemoteTimeoutError)
+    assert isinstance(error, RemoteTimeoutError) and "deadline" in str(error)
 
 
 @pytest.mark.parametrize("name", RAISING)
 def test_deadline_bounds_retries_of_resets(server: ScriptedServer, name: str, caplog: pytest.LogCaptureFixture) -> None:
     server.enqueue(*[Fault.reset()] * 12)
     started = time.monotonic()
-    error = failure(name, server.base_url, param(retries=10, backoff=0.1, deadline=0.6), caplog)
-    assert time.monotonic() - started < 8.0  # 0.1 * (2**10 - 1) s of backoff without the deadline
+    error = failure(name, server.base_url, param(retries=10, backoff=0.05, deadline=0.3), caplog)
+    assert time.monotonic() - started < 8.0  # 0.05 * (2**10 - 1) s of backoff without the deadline
     assert isinstance(error, RemoteTimeoutError) and "deadline" in str(error)
     assert isinstance(error.__cause__, RemoteConnectionError)
-    assert 2 <= len(server.requests) <= 6
+    assert 1 <= len(server.requests) <= 6
