@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json as _json
 import socket
 import socketserver
@@ -184,7 +185,11 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(self.command, self.path, headers, body, parsed, self._peer_cert())
         reply = self.server.owner._take(record)
         try:
-            self._write(reply if reply is not None else default_reply(self.command, self.path, parsed))
+            if reply is None:
+                reply = default_reply(self.command, self.path, parsed)
+                if self.server.owner.default_delay > 0:
+                    reply = dataclasses.replace(reply, delay=self.server.owner.default_delay)
+            self._write(reply)
         except Exception:
             self.close_connection = True
             raise
@@ -338,11 +343,22 @@ class ScriptedServer:
             srv.enqueue(Reply.chat("hi"), Reply.status(500))
             httpx.post(srv.url("/v1/chat/completions"), json={"messages": []})
             assert srv.requests[0].method == "POST"
+
+    ``default_delay`` (seconds, default 0) makes every default reply (one sent with the queue
+    empty) wait that long before it is sent, as queued replies do with their own ``delay``: a
+    stand-in for an LLM of fixed latency under load (``bench/server.py``)::
+
+        with ScriptedServer(default_delay=0.2) as srv:  # every echo answers after 200 ms
+            ...
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+        self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None,
+        *, default_delay: float = 0.0,
     ) -> None:
+        if not default_delay >= 0:
+            raise ValueError(f"default_delay must be >= 0 seconds, got {default_delay}")
+        self.default_delay = float(default_delay)
         self._host = host
         self._port = port
         self._ssl_context = ssl_context
