@@ -207,7 +207,7 @@ class KnowledgeService:
 
     def check_upload_name(self, filename: str) -> str:
         """The base name of an uploaded file, if its type has a loader (ParameterError otherwise)."""
-        base = Path(filename or "").name
+        base = filename if isinstance(filename, str) else ""  # a path part ("../x.txt", "a\\b.txt"): refused below
         if not _FILENAME.fullmatch(base) or base in (".", ".."):
             raise ParameterError(f"file name {filename!r} is not a plain file name of 1 to 255 characters")
         suffix = Path(base).suffix.lower()
