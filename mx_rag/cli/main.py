@@ -223,6 +223,9 @@ def _register_rag_commands() -> None:
     app.command()(server_cmds.serve)
     app.add_typer(server_cmds.keys_app, name="keys")
     app.add_typer(server_cmds.config_app, name="config")
+    from mx_rag.cli import mcp_cmd
+
+    app.command("mcp")(mcp_cmd.mcp)
 
 
 _register_rag_commands()
