@@ -127,7 +127,11 @@ def tei_router(service: KnowledgeService, principal: Any) -> APIRouter:
                            f"query must have 1 to {MAX_PROMPT_LENGTH} characters, got {len(body.query)}")
         _check_texts("texts", body.texts, MAX_PROMPT_LENGTH)
         model = reranker.get()
-        logits = [float(s) for s in model.rerank(body.query, body.texts, batch_size=BATCH)]
+        try:
+            logits = [float(s) for s in model.rerank(body.query, body.texts, batch_size=BATCH)]
+        except (OSError, ValueError, ImportError) as exc:  # inputs are checked: the model did not load
+            raise ApiError(503, "no_reranker", f"the reranker model could not be loaded: "
+                           f"{type(exc).__name__}: {exc}") from exc
         scores = logits if body.raw_scores else [_sigmoid(x) for x in logits]
         order = sorted(range(len(scores)), key=lambda i: -scores[i])
         out: list[dict[str, Any]] = []

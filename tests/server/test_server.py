@@ -7,7 +7,8 @@ chain retrieved). Called over real HTTP by the official ``openai`` client, LangC
 
 API keys are configured (alice, an admin, owns every knowledge base here; bob is another user);
 a second server over another folder, with no key and no reranker, covers local mode and the 503
-of ``/rerank``.
+of ``/rerank``. Every test of the main server is ``slow``: its fixture loads torch, MiniLM and a
+cross-encoder (most of this file's time is those imports), then its tests take a few seconds.
 """
 
 from __future__ import annotations
@@ -174,6 +175,7 @@ def test_openai_streaming_concatenates_to_the_answer_and_ends_with_sources(opena
     assert all("sources" not in (c.model_extra or {}) for c in chunks[:-1])
 
 
+@pytest.mark.slow
 def test_openai_models_list_shows_the_callers_knowledge_bases(served: Served, openai_client: Any) -> None:
     from openai import OpenAI
 
@@ -192,8 +194,7 @@ def test_openai_embeddings_are_the_servers_model(served: Served, openai_client: 
     assert all(v == pytest.approx(e, abs=1e-5) for v, e in zip(vectors, expected, strict=True))
 
 
-@pytest.mark.xfail(strict=True, reason="openai's client asks for encoding_format='base64' by default; "
-                   "EmbeddingRequest accepts only 'float' (422)")
+@pytest.mark.slow
 def test_openai_embeddings_with_the_clients_default_encoding(openai_client: Any) -> None:
     result = openai_client.embeddings.create(model="default", input="molten salt reactor")
     assert len(result.data[0].embedding) == 384
@@ -231,6 +232,7 @@ def test_tei_embedding_client_against_embed(served: Served) -> None:
     assert math.isclose(sum(x * x for x in query), 1.0, abs_tol=1e-4)
 
 
+@pytest.mark.slow
 def test_embed_wire_format_and_limits(served: Served) -> None:
     with served.client(served.alice) as client:
         one = client.post("/embed", json={"inputs": "a single text"})
@@ -287,6 +289,20 @@ def test_rerank_without_a_reranker_model_is_503(local_served: AppServer) -> None
     assert response.status_code == 503 and error["code"] == "no_reranker" and "[chain] reranker" in error["message"]
 
 
+@pytest.mark.slow
+def test_rerank_with_an_unloadable_reranker_model_is_503(tmp_path: Path, llm_server: ScriptedServer) -> None:
+    empty = tmp_path / "reranker"
+    empty.mkdir()  # a directory without a model
+    service = KnowledgeService(load_settings(data_dir=tmp_path / "data", chain={"reranker": str(empty)}))
+    try:
+        with AppServer(create_app(service, _llm(llm_server)), host="127.0.0.1", port=0) as server:
+            response = httpx.post(server.base_url + "/rerank", json={"query": "q", "texts": ["a"]}, timeout=TIMEOUT)
+    finally:
+        service.close()
+    error = response.json()["error"]
+    assert response.status_code == 503 and error["code"] == "no_reranker" and "could not be loaded" in error["message"]
+
+
 def test_local_mode_needs_no_key(local_served: AppServer) -> None:
     response = httpx.get(local_served.base_url + "/v1/models", timeout=TIMEOUT)
     assert response.status_code == 200 and response.json()["object"] == "list"
@@ -334,6 +350,7 @@ def _alice_state(served: Served) -> tuple[Any, list[str]]:
     return shown, sorted(p.name for p in served.folder(KB).iterdir())
 
 
+@pytest.mark.slow
 def test_every_route_needs_a_key(served: Served) -> None:
     routes = [
         *_kb_routes(KB, "0" * 32, 1),
@@ -422,6 +439,7 @@ def _refusals() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [name for name, _ in _refusals()])
 def test_bad_uploads_are_refused_and_store_nothing(served: Served, case: str) -> None:
     kwargs = dict(_refusals())[case]
@@ -440,8 +458,7 @@ def test_bad_uploads_are_refused_and_store_nothing(served: Served, case: str) ->
     assert not any(p.name == "x.txt" for p in root.rglob("*")) and not (root.parent / "x.txt").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="errors.py handles fastapi's HTTPException, not starlette's, which "
-                   "request.form() and the router raise: they answer {'detail': ...}")
+@pytest.mark.slow
 @pytest.mark.parametrize("case", MALFORMED)
 def test_malformed_multipart_answers_in_the_error_shape(served: Served, case: str) -> None:
     with served.client(served.alice) as client:
@@ -449,7 +466,7 @@ def test_malformed_multipart_answers_in_the_error_shape(served: Served, case: st
     assert response.status_code == 400 and set(response.json()["error"]) == {"code", "message"}
 
 
-@pytest.mark.xfail(strict=True, reason="as above: an unknown route or method answers {'detail': 'Not Found'}")
+@pytest.mark.slow
 def test_unknown_routes_answer_in_the_error_shape(served: Served) -> None:
     with served.client(served.alice) as client:
         unknown, method = client.get("/v1/no-such-route"), client.put("/healthz")
@@ -460,6 +477,7 @@ def test_unknown_routes_answer_in_the_error_shape(served: Served) -> None:
 # -- health and metrics -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_health_ready_and_metrics(served: Served) -> None:
     with served.client(None) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
