@@ -27,6 +27,9 @@ the URL; the httpx exception is only its ``__cause__``):
   body cut off, undecodable or malformed ``RemoteResponseError``; a body, streamed line or
   streamed event over ``response_limit_size`` ``ResponseTooLargeError``, raised as soon as the
   excess is seen (a too large ``Content-Length`` before any of the body is read).
+* Bodies are asked for as gzip or deflate (unless ``ClientParam.headers`` sets its own
+  Accept-Encoding) and decoded 64 KiB at a time, so the size cap also holds against a
+  compression bomb; an encoding that was not asked for is a ``RemoteResponseError``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import math
 import os
 import ssl
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -67,6 +71,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF = 30.0
 ERROR_BODY_BYTES = 4096
 MESSAGE_EXCERPT_CHARS = 200
+DECODED_PIECE = 64 * 1024
 
 # Transport failures that mean "the server did not answer": retried (TLS failures excepted).
 _RETRIED_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
@@ -265,6 +270,10 @@ class HttpClient:
     def __init__(self, param: ClientParam) -> None:
         self.param = param
         self._headers = param.request_headers()
+        # only the encodings decoded here with a bounded output (a compression bomb then costs no memory)
+        self._own_accept_encoding = any(name.lower() == "accept-encoding" for name in self._headers)
+        if not self._own_accept_encoding:
+            self._headers["Accept-Encoding"] = "gzip, deflate"
         self._client = httpx.Client(
             verify=build_ssl_context(param),
             timeout=httpx.Timeout(param.timeout, connect=param.connect_timeout or param.timeout),
@@ -342,11 +351,11 @@ class HttpClient:
         """The error for a non-2xx response: its first bytes are read, then it is closed."""
         body = b""
         try:
-            for chunk in response.iter_bytes():
+            for chunk in self._decoded(response, url):
                 body += chunk
                 if len(body) >= ERROR_BODY_BYTES:
                     break
-        except httpx.HTTPError:
+        except (httpx.HTTPError, RemoteResponseError):
             pass
         finally:
             response.close()
@@ -355,9 +364,30 @@ class HttpClient:
         error.body = text[:BODY_EXCERPT_CHARS]  # ... and the body as sent
         return error
 
+    def _decoded(self, response: httpx.Response, url: str) -> Iterator[bytes]:
+        """The body, decoded in pieces of at most 64 KiB whatever the compression ratio.
+
+        identity, gzip and deflate are decoded here; another encoding is accepted (and decoded
+        by httpx) only when ``ClientParam.headers`` asked for it with its own Accept-Encoding.
+        """
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding in ("", "identity"):
+            yield from response.iter_raw()
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            decoder = _BoundedDecoder(encoding, url)
+            for raw in response.iter_raw():
+                yield from decoder.decode(raw)
+            yield from decoder.flush()
+        elif self._own_accept_encoding:
+            yield from response.iter_bytes()
+        else:
+            raise RemoteResponseError(
+                f"the server sent Content-Encoding {encoding!r}, which was not asked for (gzip or deflate)", url=url
+            )
+
     def _chunks(self, response: httpx.Response, call: _Call) -> Iterator[bytes]:
         try:
-            for chunk in response.iter_bytes():
+            for chunk in self._decoded(response, call.url):
                 call.remaining()
                 yield chunk
         except httpx.TimeoutException as exc:
@@ -386,6 +416,42 @@ class HttpClient:
             if total > limit:
                 raise ResponseTooLargeError(f"response exceeds response_limit_size={limit} bytes", url=call.url)
             yield chunk
+
+
+class _BoundedDecoder:
+    """gzip or deflate decoding that never produces more than ``DECODED_PIECE`` bytes at a time."""
+
+    def __init__(self, encoding: str, url: str) -> None:
+        self.url = url
+        self.deflate = encoding == "deflate"
+        self.first = True
+        self.obj = zlib.decompressobj(zlib.MAX_WBITS if self.deflate else 16 + zlib.MAX_WBITS)
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        while True:
+            try:
+                out = self.obj.decompress(data, DECODED_PIECE)
+            except zlib.error as exc:
+                if self.deflate and self.first:  # "deflate" is also sent as raw deflate, without the zlib header
+                    self.first = False
+                    self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise RemoteResponseError(f"the response body could not be decoded: zlib: {exc}", url=self.url) from exc
+            self.first = False
+            if out:
+                yield out
+            data = self.obj.unconsumed_tail
+            if not data and len(out) < DECODED_PIECE:
+                return
+
+    def flush(self) -> Iterator[bytes]:
+        yield from self.decode(b"")
+        try:
+            rest = self.obj.flush()
+        except zlib.error as exc:
+            raise RemoteResponseError(f"the response body could not be decoded: zlib: {exc}", url=self.url) from exc
+        if rest:
+            yield rest
 
 
 def split_lines(chunks: Iterable[bytes], limit: int, url: str) -> Iterator[str]:
