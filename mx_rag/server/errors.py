@@ -14,8 +14,9 @@ import logging
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.exceptions import HTTPException, RequestValidationError
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from mx_rag.errors import KnowledgeError, MxRagError, ParameterError, RemoteError
 
@@ -77,9 +78,10 @@ def install_error_handling(app: FastAPI, max_body_bytes: int) -> None:
             parts.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
         return error_response(422, "invalid_request", "; ".join(parts))
 
-    @app.exception_handler(HTTPException)
+    @app.exception_handler(HTTPException)  # starlette's: the router's 404/405, request.form()'s 400
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        return error_response(exc.status_code, "http_error", str(exc.detail))
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+        return error_response(exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(ApiError)
     async def _api(request: Request, exc: ApiError) -> JSONResponse:

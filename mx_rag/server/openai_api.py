@@ -9,12 +9,14 @@ chunk before ``data: [DONE]``. Extra request fields: ``k`` (passages retrieved).
 
 # No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
 
+import base64
 import json
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,7 +53,7 @@ class EmbeddingRequest(BaseModel):
 
     input: str | list[str] = Field(min_length=1)
     model: str = Field(default="default", max_length=200)
-    encoding_format: Literal["float"] = "float"
+    encoding_format: Literal["float", "base64"] = "float"
 
 
 def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
@@ -99,12 +101,18 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
             raise ApiError(400, "invalid_argument", f"input must be 1 to {MAX_EMBED_INPUTS} non-empty strings "
                            f"of at most {TEXT_MAX_LEN} characters")
         vectors = service.embedding.embed_documents(texts)
+        encode = _base64 if body.encoding_format == "base64" else list
         return {"object": "list", "model": body.model,
-                "data": [{"object": "embedding", "index": i, "embedding": list(v)} for i, v in enumerate(vectors)],
+                "data": [{"object": "embedding", "index": i, "embedding": encode(v)} for i, v in enumerate(vectors)],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
                           "total_tokens": sum(len(t.split()) for t in texts)}}
 
     return router
+
+
+def _base64(vector: Any) -> str:
+    """A vector as OpenAI's ``encoding_format="base64"`` sends it: little-endian float32 bytes."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
 def _usage(prompt: str, answer: str) -> dict[str, int]:
