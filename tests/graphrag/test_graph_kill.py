@@ -77,6 +77,7 @@ MAX_HITS = {"extract": 6, "registry.save": 12, "registry.saved": 12, "file.repla
 class Stats:
     kills: Counter[str] = field(default_factory=Counter)  # by store
     points: Counter[str] = field(default_factory=Counter)  # by kill label
+    killed_at: Counter[str] = field(default_factory=Counter)  # by point reached ("random": none)
     not_reached: Counter[str] = field(default_factory=Counter)
     operations_done: int = 0
     reruns: int = 0
@@ -85,7 +86,8 @@ class Stats:
 
     def as_json(self) -> dict[str, Any]:
         return {"seed": SEED, "kills": dict(self.kills), "total_kills": sum(self.kills.values()),
-                "by_point": dict(sorted(self.points.items())), "point_not_reached": dict(self.not_reached),
+                "by_point": dict(sorted(self.killed_at.items())), "by_label": dict(sorted(self.points.items())),
+                "point_not_reached": dict(self.not_reached),
                 "operations_done": self.operations_done, "reruns": self.reruns,
                 "inconsistencies": len(self.problems), "problems": self.problems[:200], "seconds": self.seconds}
 
@@ -127,6 +129,8 @@ def kill_loop(setup: Setup, kills: int, rng: random.Random, worker: Worker, stat
         stats.points[kill.label] += 1
         if kill.point and not result.killed_at:
             stats.not_reached[kill.label] += 1
+        point = result.killed_at.rpartition(":")[0]
+        stats.killed_at[f"{setup.store} {point or ('idle' if result.reached else 'random')}"] += 1
         if url:
             wait_sessions_gone(setup.postgres_url or "", application)
         return result
@@ -156,24 +160,29 @@ def kill_loop(setup: Setup, kills: int, rng: random.Random, worker: Worker, stat
             killed += 1
             where += f" + reopening killed ({second.label})"
 
-        pipeline = open_pipeline(setup)  # finishes or undoes what the kill interrupted
-        problems = check_consistency(setup) + extraction_problems(setup)
-        state = registered(setup)
-        if state not in (expect(before), expect(after)):
-            problems.append(f"registered documents are neither those before nor after {interrupted}: "
-                            f"{_summary(state)} vs before {_summary(expect(before))}, after {_summary(expect(after))}")
-        if pending is not None:
-            perform(pipeline, pending, setup.docs_dir, texts, loader)
-            stats.reruns += 1
-            model = apply_op(before, pending)
-        else:
-            model = before
-        pipeline.graph.close()
-        again = check_consistency(setup)
-        problems += [f"after running {pending} again: {p}" for p in again]
-        if not again and registered(setup) != expect(model):
-            problems.append(f"after running {pending} again the documents are {_summary(registered(setup))}, "
-                            f"not {_summary(expect(model))}")  # fmt: skip
+        problems: list[str] = []
+        model = before if pending is None else apply_op(before, pending)
+        try:
+            pipeline = open_pipeline(setup)  # finishes what the kill interrupted
+            try:
+                problems += check_consistency(setup) + extraction_problems(setup)
+                state = registered(setup)
+                if state not in (expect(before), expect(after)):
+                    problems.append(f"registered documents are neither those before nor after {interrupted}: "
+                                    f"{_summary(state)} vs before {_summary(expect(before))}, after "
+                                    f"{_summary(expect(after))}")  # fmt: skip
+                if pending is not None:
+                    perform(pipeline, pending, setup.docs_dir, texts, loader)
+                    stats.reruns += 1
+            finally:
+                pipeline.graph.close()
+            again = check_consistency(setup)
+            problems += [f"after running {pending} again: {p}" for p in again]
+            if not again and registered(setup) != expect(model):
+                problems.append(f"after running {pending} again the documents are "
+                                f"{_summary(registered(setup))}, not {_summary(expect(model))}")  # fmt: skip
+        except Exception as exc:  # a store that cannot be reopened, an operation that fails again
+            problems.append(f"reopening or running {pending} again raised {type(exc).__name__}: {exc}")
         if problems:
             stats.problems += [f"{where}: {p}" for p in problems]
             reset(setup)
