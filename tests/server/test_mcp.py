@@ -238,6 +238,29 @@ def test_add_document_needs_the_admin_role(world: World) -> None:
     assert not member_search.is_error and member_search.structured_content["chunks"][0]["source"] == "faq.txt"
 
 
+def test_local_mode_acts_for_the_local_user_on_this_machine_only(tmp_path: Path, world: World) -> None:
+    settings = load_settings(data_dir=tmp_path / "data")
+    service = KnowledgeService(settings)  # no keys: local mode (the embedding is loaded on first use only)
+    try:
+        service.create(service.local_principal(), "notes")
+        app = create_app(service, server_llm(settings, world.llm.url("/v1")))
+        with AppServer(app) as server:
+            url = server.base_url + "/mcp"
+            [listed, foreign] = _calls(url, None, [("list_knowledge_bases", {}),
+                                                   ("search", {"kb": "handbook", "query": "vectors"})])
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+            accept = {"Accept": "application/json, text/event-stream"}
+            rebound = httpx.post(url, json=hello, headers={**accept, "Host": "attacker.example"}, timeout=30)
+            foreign_page = httpx.post(url, json=hello, headers={**accept, "Origin": "http://attacker.example"},
+                                      timeout=30)
+    finally:
+        service.close()
+    assert not listed.is_error and listed.structured_content == {"knowledge_bases": ["notes"]}
+    _refused(foreign, f"knowledge base 'handbook' does not exist for user '{LOCAL_USER}'")
+    assert rebound.status_code == 421  # the SDK's DNS-rebinding protection on a loopback server
+    assert foreign_page.status_code == 403
+
+
 def _stdio(world: World, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=["-m", "mx_rag.cli", "mcp", "--data-dir", str(world.data)],
