@@ -6,6 +6,9 @@ prose or a Markdown code fence around it; single quotes and Chinese quotes; quot
 strings left unescaped; keys and values without quotes; full-width ``，`` and ``：``; trailing
 or missing commas; Python's ``True``/``False``/``None``; comments; and an answer cut off at
 the end (cut strings, members and list items are dropped; the complete ones are kept).
+
+It runs in time linear in the text and refuses (``ValueError``) values nested deeper than 100
+levels rather than exhausting the stack.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ _COLON = ":："
 _BARE_WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _SKIP = object()
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
+# what may follow a closing quote: structure, a comment or the end (else the quote is inside)
+_STRING_END = re.compile(r"[ \t\r\n]*(?:[,，:：}\]]|//|/\*|\Z)")
+MAX_DEPTH = 100
+
+
+class _TooDeep(ValueError):
+    pass
 
 
 def loads_tolerant(text: str) -> Any:
@@ -31,17 +41,27 @@ def loads_tolerant(text: str) -> Any:
     Raises:
         ValueError: no object or list could be read.
     """
+    too_deep = False
     for candidate in _candidates(text):
         try:
-            return json.loads(candidate)
-        except ValueError:
+            strict = json.loads(candidate)
+        except (ValueError, RecursionError):  # the C decoder recurses too
             pass
+        else:
+            if isinstance(strict, (dict, list)):
+                return strict
         start = _first_bracket(candidate)
         if start < 0:
             continue
-        value, _ = _Reader(candidate, start).value()
+        try:
+            value, _ = _Reader(candidate, start).value()
+        except _TooDeep:
+            too_deep = True
+            continue
         if isinstance(value, (dict, list)):
             return value
+    if too_deep:
+        raise ValueError(f"the JSON in the text is nested deeper than {MAX_DEPTH} levels: {text[:80]!r}")
     raise ValueError(f"no JSON object or list in the text: {text[:80]!r}")
 
 
@@ -64,6 +84,7 @@ class _Reader:
     def __init__(self, text: str, pos: int) -> None:
         self.text = text
         self.pos = pos
+        self.depth = 0
 
     def peek(self) -> str:
         self.skip()
@@ -87,10 +108,14 @@ class _Reader:
         char = self.peek()
         if char == "":
             return None, False
-        if char == "{":
-            return self.obj()
-        if char == "[":
-            return self.array()
+        if char in "{[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep
+            try:
+                return self.obj() if char == "{" else self.array()
+            finally:
+                self.depth -= 1
         if char in _CLOSERS:
             return self.string()
         return self.bare()
@@ -162,8 +187,7 @@ class _Reader:
 
     def _ends_string(self) -> bool:
         """A quote closes a string only where structure follows (else it is a quote inside)."""
-        rest = self.text[self.pos :].lstrip(" \t\r\n")
-        return rest == "" or rest[0] in ",，:：}]" or rest.startswith(("//", "/*"))
+        return _STRING_END.match(self.text, self.pos) is not None
 
     def bare(self) -> tuple[Any, bool]:
         start = self.pos
@@ -176,7 +200,10 @@ class _Reader:
         if word in _BARE_WORDS:
             return _BARE_WORDS[word], True
         if _NUMBER.fullmatch(word):
-            return json.loads(word), True
+            try:
+                return json.loads(word), True
+            except ValueError:  # an integer of more than 4300 digits: kept as written
+                return word, True
         if not word:  # a stray character: skip it
             self.pos += 1
             return _SKIP, True

@@ -38,6 +38,12 @@ settings.register_profile(
 
 
 @pytest.fixture(scope="session")
+def docs_dir() -> Path:
+    """tests/data/docs: the real files the fuzz targets mutate."""
+    return Path(__file__).resolve().parent.parent / "data" / "docs"
+
+
+@pytest.fixture(scope="session")
 def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory for the files the fuzz examples write (one fixed name per target)."""
     return tmp_path_factory.mktemp("fuzz")

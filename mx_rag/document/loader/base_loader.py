@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 import zipfile
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -34,6 +35,13 @@ MAX_ZIP_ENTRIES = 5120
 MAX_ZIP_UNCOMPRESSED = 500 * MB
 MAX_ZIP_RATIO = 200        # uncompressed / compressed, for entries above MIN_RATIO_CHECK
 MIN_RATIO_CHECK = MB
+MAX_CENTRAL_DIRECTORY = 8 * MB  # bytes of zip directory: MAX_ZIP_ENTRIES entries with long names
+MAX_XML_PARSED = 32 * MB   # XML a loader parses whole into a tree (python-docx, python-pptx load
+                           # every part at once; a tree takes up to 30 times the XML's size)
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOCATOR = b"PK\x06\x07"
+_EOCD64 = b"PK\x06\x06"
+_LOCAL_HEADER = b"PK\x03\x04"
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 MAX_CAUSE_CHARS = 300      # of a library's message quoted in a DocumentError
 
@@ -113,11 +121,14 @@ def check_no_ocr(enable_ocr: Any, lang: Any) -> None:
         )
 
 
-def check_zip(data: bytes, source: str, kind: str) -> None:
+def check_zip(data: bytes, source: str, kind: str, streamed: tuple[str, ...] = ()) -> None:
     """Refuse an Office Open XML file that is encrypted, not a zip, or a zip bomb.
 
-    A zip bomb here is: at least 5120 entries, more than 500 MiB uncompressed in total, or an
-    entry above 1 MiB that expands more than 200 times.
+    A zip bomb here is: at least 5120 entries (or a directory too large for that many), more
+    than 500 MiB uncompressed in total, an entry above 1 MiB that expands more than 200 times,
+    entries whose data overlap (one deflate stream counted many times), or more than 32 MiB of
+    XML to parse whole: XML parts whose name does not start with one of ``streamed`` (parts the
+    loader reads as a stream, such as Excel worksheets).
     """
     if data[:8] == OLE_MAGIC:
         raise DocumentError(
@@ -125,10 +136,17 @@ def check_zip(data: bytes, source: str, kind: str) -> None:
             f"Open XML zip (password-protected Office files are stored this way); remove the password and "
             f"save it as {kind}"
         )
+    declared = _directory_size(data)
+    if declared is not None:
+        count, size = declared
+        if count >= MAX_ZIP_ENTRIES or size > MAX_CENTRAL_DIRECTORY:
+            raise DocumentError(f"{source!r} looks like a zip bomb: {count} entries in a directory of {size} bytes "
+                                f"(limit {MAX_ZIP_ENTRIES - 1} entries, {MAX_CENTRAL_DIRECTORY} bytes)")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            directory_start = int(getattr(archive, "start_dir", len(data)))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
         raise DocumentError(f"{source!r} is not a valid {kind} file (not a zip archive: {describe(exc)})") from exc
     if len(entries) >= MAX_ZIP_ENTRIES:
         raise DocumentError(f"{source!r} looks like a zip bomb: {len(entries)} entries (limit {MAX_ZIP_ENTRIES - 1})")
@@ -144,3 +162,40 @@ def check_zip(data: bytes, source: str, kind: str) -> None:
                 f"{source!r} looks like a zip bomb: entry {entry.filename!r} expands {ratio:.0f} times "
                 f"(limit {MAX_ZIP_RATIO})"
             )
+    _check_no_overlap(data, entries, directory_start, source)
+    parsed = sum(entry.file_size for entry in entries
+                 if entry.filename.lower().endswith((".xml", ".rels")) and not entry.filename.startswith(streamed))
+    if parsed > MAX_XML_PARSED:
+        raise DocumentError(f"{source!r} holds {parsed} bytes of XML to parse, more than the limit of "
+                            f"{MAX_XML_PARSED} (a zip bomb, or a document too large to load)")
+
+
+def _directory_size(data: bytes) -> tuple[int, int] | None:
+    """(entries, bytes) the end-of-directory record declares, read before zipfile parses the
+    directory (it builds an object per entry, whatever the count); None when there is none."""
+    end = data.rfind(_EOCD, max(0, len(data) - 22 - 65535))
+    if end < 0 or end + 22 > len(data):
+        return None
+    count, size = struct.unpack_from("<HI", data, end + 10)
+    locator = end - 20
+    if (count == 0xFFFF or size == 0xFFFFFFFF) and locator >= 0 and data.startswith(_EOCD64_LOCATOR, locator):
+        (offset,) = struct.unpack_from("<Q", data, locator + 8)
+        if offset + 56 <= len(data) and data.startswith(_EOCD64, offset):
+            count, size = struct.unpack_from("<QQ", data, offset + 32)
+    return count, size
+
+
+def _check_no_overlap(data: bytes, entries: list[zipfile.ZipInfo], directory_start: int, source: str) -> None:
+    """Each entry's local header and data must end before the next entry starts (a "better zip
+    bomb" points many entries at one stream, or quotes the next entry's header inside its data)."""
+    ordered = sorted(entries, key=lambda entry: entry.header_offset)
+    for index, entry in enumerate(ordered):
+        start = entry.header_offset
+        if start < 0 or start + 30 > len(data) or not data.startswith(_LOCAL_HEADER, start):
+            raise DocumentError(f"{source!r} is not a valid zip file: entry {entry.filename!r} has no local header")
+        name_length, extra_length = struct.unpack_from("<HH", data, start + 26)
+        end = start + 30 + name_length + extra_length + entry.compress_size
+        limit = ordered[index + 1].header_offset if index + 1 < len(ordered) else directory_start
+        if end > limit:
+            raise DocumentError(f"{source!r} looks like a zip bomb: entry {entry.filename!r} overlaps the next "
+                                "entry (overlapping entries inflate the same data many times)")

@@ -3,8 +3,14 @@
 
 Paragraphs and tables are read in body order (content controls included). A table becomes one
 text: each row as ``header: cell`` pairs joined with "，", rows joined with "；", ending with
-"。"; a table with only a header row becomes the headers joined with "；". Headers and footers
+"。"; a table with only a header row becomes the headers joined with "；". A merged cell repeats
+its text in every grid column (``gridSpan``) and row (``vMerge``) it covers. Headers and footers
 (page furniture repeated on every page) are not read.
+
+The layout grid is read from the XML directly, bounded: a row spans at most 1000 grid columns and
+a document at most 2,000,000 grid cells (python-docx's ``_Row.cells`` repeats a cell once per
+spanned column and follows vertical merges recursively, so a ``gridSpan`` of 10**8 or a
+thousand-row vertical merge exhausted memory or the stack).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import docx
 from docx.document import Document as WordDocument
+from docx.oxml.table import CT_Row
 from docx.table import Table, _Cell
 from docx.text.paragraph import Paragraph
 from langchain_core.documents import Document
@@ -31,6 +38,10 @@ if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
 
 __all__ = ["DocxLoader"]
+
+MAX_BLOCKS = 200_000         # paragraphs and tables of the body
+MAX_ROW_COLUMNS = 1000       # grid columns of one table row (Word itself allows 63)
+MAX_TABLE_CELLS = 2_000_000  # grid cells of all the tables of a document, nested ones included
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _IMAGE_REFS = etree.XPath(  # pictures (DrawingML) and legacy VML images, in document order
@@ -51,7 +62,8 @@ class DocxLoader(BaseLoader):
     ``image_mime``); pictures with both sides under 256 pixels are skipped.
 
     Args:
-        file_path: the ``.docx`` file (at most 100 MiB and 500,000 characters of text).
+        file_path: the ``.docx`` file (at most 100 MiB, 500,000 characters of text and 200,000
+            paragraphs and tables).
         vlm: an ``Img2TextLLM`` to caption pictures, or None to ignore them.
 
     Example:
@@ -71,21 +83,23 @@ class DocxLoader(BaseLoader):
         data = self._read_bytes()
         check_zip(data, self.file_path, ".docx")
         document = docx.Document(io.BytesIO(data))
-        blocks = list(_body_blocks(document.element.body))
-        text = self._collect_text(document, blocks)
+        text = self._collect_text(document, _body_blocks(document.element.body))
         if text:
             yield self._text_document(text)
         if self.vlm is not None:
-            yield from self._captions(document, blocks)
+            yield from self._captions(document, _body_blocks(document.element.body))
 
-    def _collect_text(self, document: WordDocument, blocks: list[Any]) -> str:
+    def _collect_text(self, document: WordDocument, blocks: Iterator[Any]) -> str:
         parts: list[str] = []
         total = 0
-        for element in blocks:
+        tables = _TableReader(self.file_path)
+        for count, element in enumerate(blocks, 1):
+            if count > MAX_BLOCKS:
+                raise DocumentError(f"{self.file_path!r} holds more than {MAX_BLOCKS} paragraphs and tables")
             if element.tag == f"{_W}p":
                 part = Paragraph(element, document).text.strip()
             else:
-                part = table_text(Table(element, document))
+                part = tables.text(Table(element, document))
             if part:
                 total += len(part)
                 if total > base_loader.MAX_WORD_NUM:
@@ -94,7 +108,7 @@ class DocxLoader(BaseLoader):
                 parts.append(part)
         return clean_text("\n\n".join(parts))
 
-    def _captions(self, document: WordDocument, blocks: list[Any]) -> Iterator[Document]:
+    def _captions(self, document: WordDocument, blocks: Iterator[Any]) -> Iterator[Document]:
         assert self.vlm is not None
         seen: set[str] = set()
         for element in blocks:
@@ -120,26 +134,68 @@ def _body_blocks(container: Any) -> Iterator[Any]:
                 yield from _body_blocks(content)
 
 
-def _cell_text(cell: _Cell) -> str:
-    parts = []
-    for item in cell.iter_inner_content():
-        parts.append(item.text if isinstance(item, Paragraph) else table_text(item))
-    return " ".join(" ".join(part.split()) for part in parts if part.strip())
-
-
-def table_text(table: Table) -> str:
+def table_text(table: Table, source: str = "") -> str:
     """The original SDK's table text: ``header: cell`` pairs, "，" between, "；" between rows, "。"."""
-    rows = [[_cell_text(cell) for cell in row.cells] for row in table.rows]
-    rows = [row for row in rows if any(row)]
-    if not rows:
-        return ""
-    header, body = rows[0], rows[1:]
-    lines = []
-    for row in body:
-        pairs = [f"{name}: {cell}" if name else cell
-                 for name, cell in itertools.zip_longest(header, row, fillvalue="") if cell]
-        if pairs:
-            lines.append("，".join(pairs))
-    if not lines:
-        return "；".join(name for name in header if name)
-    return "；".join(lines) + "。"
+    return _TableReader(source).text(table)
+
+
+class _TableReader:
+    """Table text within the limits of one document (grid cells, characters of each table)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.cells = 0
+
+    def text(self, table: Table) -> str:
+        header: list[str] | None = None
+        lines: list[str] = []
+        size = 0
+        above: dict[int, str] = {}
+        for tr in table._tbl.tr_lst:
+            row, above = self._row(tr, table, above)
+            if not any(row):
+                continue
+            if header is None:
+                header = row
+                continue
+            pairs = []
+            for name, cell in itertools.zip_longest(header, row, fillvalue=""):
+                if cell:
+                    size += len(name) + len(cell) + 3
+                    if size > base_loader.MAX_WORD_NUM:
+                        raise DocumentError(f"{self.source!r} holds a table of more than {base_loader.MAX_WORD_NUM} "
+                                            "characters of text")
+                    pairs.append(f"{name}: {cell}" if name else cell)
+            if pairs:
+                lines.append("，".join(pairs))
+        if header is None:
+            return ""
+        if not lines:
+            return "；".join(name for name in header if name)
+        return "；".join(lines) + "。"
+
+    def _row(self, tr: CT_Row, table: Table, above: dict[int, str]) -> tuple[list[str], dict[int, str]]:
+        """The row's text per grid column, and its texts by grid offset (for the row below)."""
+        texts: list[str] = []
+        by_offset: dict[int, str] = {}
+        offset = tr.grid_before
+        for tc in tr.tc_lst:
+            span = max(1, min(tc.grid_span, MAX_ROW_COLUMNS - len(texts)))
+            if len(texts) >= MAX_ROW_COLUMNS:
+                break
+            self.cells += span
+            if self.cells > MAX_TABLE_CELLS:
+                raise DocumentError(f"{self.source!r} has more than {MAX_TABLE_CELLS} table cells")
+            # a vertically merged cell continues the cell above it: its text is repeated
+            text = above.get(offset, "") if tc.vMerge == "continue" else self._cell(_Cell(tc, table))
+            for column in range(offset, offset + span):
+                by_offset[column] = text
+            texts.extend([text] * span)
+            offset += span
+        return texts, by_offset
+
+    def _cell(self, cell: _Cell) -> str:
+        parts = []
+        for item in cell.iter_inner_content():
+            parts.append(item.text if isinstance(item, Paragraph) else self.text(item))
+        return " ".join(" ".join(part.split()) for part in parts if part.strip())

@@ -39,7 +39,20 @@ logger = logging.getLogger(__name__)
 MAX_ROW_NUM = 10_000
 MAX_COL_NUM = 1_000
 MAX_MERGED_CELLS = 1_000_000  # cells a sheet's merged ranges may fill; the rest are left as stored
-_MERGE_CELL = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}mergeCell"
+# a sheet is streamed, but openpyxl builds a whole row, and every part of the sheet outside its
+# rows (merged ranges, hyperlinks, validations...), as objects: a sheet must stay within these
+MAX_ROW_ELEMENTS = 50 * MAX_COL_NUM  # XML elements in one row (cells, values, rich-text runs)
+MAX_OTHER_ELEMENTS = 200_000         # XML elements outside the rows
+_MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_ROW, _CELL, _SHEET_DATA, _MERGE_CELL = f"{_MAIN}row", f"{_MAIN}c", f"{_MAIN}sheetData", f"{_MAIN}mergeCell"
+
+
+@dataclass
+class _SheetScan:
+    """What a streaming pass over a sheet's XML found: why to skip it, or its merged ranges."""
+
+    problem: str = ""
+    merges: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -60,7 +73,9 @@ class ExcelLoader(BaseLoader):
 
     ``metadata``: source, sheet (its name), row (1-based row in the sheet), type "text", and
     title when the sheet starts with a title row. Sheets above 10,000 rows or 1,000 columns are
-    skipped with a warning; a workbook may hold at most 1000 sheets. Formulas give their cached
+    skipped with a warning, as are sheets whose XML is out of proportion (a row of more than
+    50,000 elements, more than 200,000 elements outside the rows); a workbook may hold at most
+    1000 sheets. Formulas give their cached
     values. Password-protected workbooks are refused with ``DocumentError``.
 
     Args:
@@ -86,7 +101,7 @@ class ExcelLoader(BaseLoader):
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
-        check_zip(data, self.file_path, ".xlsx")
+        check_zip(data, self.file_path, ".xlsx", streamed=("xl/worksheets/",))
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         try:
             sheets = workbook.worksheets
@@ -103,6 +118,10 @@ class ExcelLoader(BaseLoader):
     def _sheet_rows(self, workbook: Any, sheet: Any) -> list[Row] | None:
         """The non-blank rows of a sheet (merged ranges filled in), or None when it is over the
         row or column limit."""
+        scan = _scan_sheet(workbook, sheet)
+        if scan.problem:
+            logger.warning("skipped sheet %r of %r: %s", sheet.title, self.file_path, scan.problem)
+            return None
         rows: list[Row] = []
         limit = MAX_ROW_NUM + 1
         for number, values in enumerate(itertools.islice(sheet.iter_rows(min_row=1, values_only=True), limit), 1):
@@ -112,10 +131,10 @@ class ExcelLoader(BaseLoader):
                 return None
             rows.append(Row(number, [_cell_text(value) for value in values]))
         if any(any(row.cells) for row in rows):
-            self._fill_merged(rows, _merged_ranges(workbook, sheet), str(sheet.title))
+            self._fill_merged(rows, scan.merges, str(sheet.title))
         return [row for row in rows if any(row.cells)]
 
-    def _fill_merged(self, rows: list[Row], ranges: Iterator[str], sheet: str) -> None:
+    def _fill_merged(self, rows: list[Row], ranges: list[str], sheet: str) -> None:
         """Copy each merged range's top-left value into every cell of the range (within the limits)."""
         budget = MAX_MERGED_CELLS
         for ref in ranges:
@@ -161,25 +180,58 @@ class ExcelLoader(BaseLoader):
             yield self._text_document(text, row=row.number, **extra)
 
 
-def _merged_ranges(workbook: Any, sheet: Any) -> Iterator[str]:
-    """The ``ref`` of each ``<mergeCell>`` of a sheet, read by streaming its XML part.
+def _scan_sheet(workbook: Any, sheet: Any) -> _SheetScan:
+    """Stream a sheet's XML once, before openpyxl reads it: check its proportions, collect its
+    merged ranges (openpyxl's read-only mode, kept for its bounded memory, does not give them).
 
-    openpyxl's read-only mode (kept for its bounded memory) does not read merged ranges, and they
-    come after the rows in the part, so the part is read a second time for them alone.
+    Only one row, or one element outside the rows, is held at a time; the pass stops at the
+    first limit crossed.
     """
+    scan = _SheetScan()
     archive, part = getattr(workbook, "_archive", None), getattr(sheet, "_worksheet_path", None)
     if archive is None or not isinstance(part, str):
-        return
+        return scan
+    rows = cells = row_elements = other = 0
+    in_rows = in_row = False
     with archive.open(part) as source:
-        for _, element in etree.iterparse(source, events=("end",), resolve_entities=False, no_network=True,
-                                          huge_tree=False, remove_comments=True):
-            if element.tag == _MERGE_CELL:
-                ref = element.get("ref")
-                if ref:
-                    yield ref
-            element.clear(keep_tail=False)
-            while element.getprevious() is not None:
-                del element.getparent()[0]
+        for event, element in etree.iterparse(source, events=("start", "end"), resolve_entities=False,
+                                              no_network=True, huge_tree=False, remove_comments=True):
+            tag = element.tag
+            if event == "start":
+                if in_row:
+                    row_elements += 1
+                    cells += tag == _CELL
+                    if cells > MAX_COL_NUM or row_elements > MAX_ROW_ELEMENTS:
+                        scan.problem = (f"XML row {rows} holds more than {MAX_COL_NUM} cells or "
+                                        f"{MAX_ROW_ELEMENTS} elements")
+                        return scan
+                elif tag == _ROW and in_rows:
+                    in_row, cells, row_elements = True, 0, 0
+                    rows += 1
+                    if rows > MAX_ROW_NUM:
+                        scan.problem = f"more than {MAX_ROW_NUM} rows"
+                        return scan
+                elif tag == _SHEET_DATA:
+                    in_rows = True
+                else:
+                    other += 1
+                    if other > MAX_OTHER_ELEMENTS:
+                        scan.problem = f"more than {MAX_OTHER_ELEMENTS} XML elements outside its rows"
+                        return scan
+                continue
+            if tag == _MERGE_CELL and element.get("ref"):
+                scan.merges.append(str(element.get("ref")))
+            elif tag == _ROW:
+                in_row = False
+            elif tag == _SHEET_DATA:
+                in_rows = False
+            if not in_row:  # drop what was read (inside a row, the row goes at its end)
+                element.clear(keep_tail=False)
+                parent = element.getparent()
+                if parent is not None:
+                    while element.getprevious() is not None:
+                        del parent[0]
+    return scan
 
 
 def _cell_text(value: Any) -> str:

@@ -76,9 +76,17 @@ class HtmlLoader(BaseLoader):
             yield self._text_document(text, **metadata)
 
 
-def _walk(node: Any, out: _Blocks) -> None:
-    for child in node.children:
-        if isinstance(child, NavigableString):
+def _walk(root: Any, out: _Blocks) -> None:
+    """Visit the tree in document order with an explicit stack (a page may nest 100,000 deep)."""
+    children: list[Iterator[Any]] = [iter(root.children)]
+    flush_after = [False]  # whether the node whose children are on the stack is a block
+    while children:
+        child = next(children[-1], None)
+        if child is None:
+            children.pop()
+            if flush_after.pop():
+                out.flush()
+        elif isinstance(child, NavigableString):
             if not isinstance(child, _SKIP_STRINGS):
                 out.add_inline(str(child))
         elif not isinstance(child, Tag) or child.name in _DROP:
@@ -89,12 +97,12 @@ def _walk(node: Any, out: _Blocks) -> None:
                 out.add_block(row)
         elif child.name == "pre":
             out.add_block(child.get_text())
-        elif child.name in _BLOCK:
-            out.flush()
-            _walk(child, out)
-            out.flush()
         else:
-            _walk(child, out)
+            block = child.name in _BLOCK
+            if block:
+                out.flush()
+            children.append(iter(child.children))
+            flush_after.append(block)
 
 
 def _table_rows(table: Tag) -> Iterator[str]:

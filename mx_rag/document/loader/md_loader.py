@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from langchain_core.documents import Document
@@ -36,14 +36,19 @@ logger = logging.getLogger(__name__)
 MAX_IMAGE_SIZE = 16 * MB
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
-# fenced code block | inline code span | image: code is kept verbatim, images are replaced
-_TOKENS = re.compile(
-    r"(?P<fence>^[ ]{0,3}(?P<mark>`{3,}|~{3,})[^\n]*\n.*?(?:^[ ]{0,3}(?P=mark)[`~]*[ \t]*$|\Z))"
-    r"|(?P<code>(?P<ticks>`+)[^`](?:(?!\n[ \t]*\n).)*?(?P=ticks))"
-    r"|(?P<image>!\[(?P<alt>[^\]\n]*)\]\(\s*(?P<target><[^>\n]*>|[^)\s]+)"
-    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\))",
-    re.MULTILINE | re.DOTALL,
-)
+# Code (fenced blocks, inline spans) is kept verbatim; images outside code are replaced. The text
+# is scanned once, left to right, from one candidate start to the next: a backtracking regex over
+# the whole syntax took minutes on 100 kB of "![" or of backticks (each start rescanned the line).
+_START = re.compile(r"^[ ]{0,3}(?:`{3,}|~{3,})|`+|!\[", re.MULTILINE)
+_FENCE = re.compile(r"^[ ]{0,3}(?P<mark>`{3,}|~{3,})[^\n]*\n.*?(?:^[ ]{0,3}(?P=mark)[`~]*[ \t]*$|\Z)",
+                    re.MULTILINE | re.DOTALL)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_NOT_SPACE = re.compile(r"\S")
+_TARGET_END = re.compile(r"[)\s]")
+_NOT_TICK = re.compile(r"[^`]")
+MAX_TICKS = 32  # longer backtick runs never open a code span
+_TICK_RUNS = [re.compile(rf"(?<!`)`{{{k}}}(?!`)") for k in range(MAX_TICKS + 1)]
+_TITLE_CLOSERS = {'"': '"', "'": "'", "(": ")"}
 _HEADING_MARKS = re.compile(r"^[ \t]*#+[ \t]*", re.MULTILINE)
 
 
@@ -80,11 +85,9 @@ class MarkdownLoader(BaseLoader):
         images: list[Document] = []
         captions: dict[Path, Document | None] = {}  # a picture used twice is captioned once
 
-        def replace(match: re.Match[str]) -> str:
-            if match.group("image") is None:
-                return match.group(0)
-            alt = match.group("alt").strip()
-            path = self._local_image(match.group("target")) if self.vlm is not None else None
+        def replace(alt: str, target: str) -> str:
+            alt = alt.strip()
+            path = self._local_image(target) if self.vlm is not None else None
             if path is None:
                 return alt
             if path not in captions:
@@ -96,7 +99,7 @@ class MarkdownLoader(BaseLoader):
                 return alt
             return _HEADING_MARKS.sub("", doc.page_content).strip()
 
-        text = clean_text(_TOKENS.sub(replace, source))
+        text = clean_text(replace_images(source, replace))
         if text:
             yield self._text_document(text)
         yield from images
@@ -126,3 +129,129 @@ class MarkdownLoader(BaseLoader):
             logger.warning("an image of %r is larger than %d bytes; alt text kept", self.file_path, MAX_IMAGE_SIZE)
             return None
         return path
+
+
+class _Finder:
+    """``find``-like searches that reuse their last answer: linear over a left-to-right scan.
+
+    An answer ``found`` for a search from ``start`` stays the answer for any later start up to
+    ``found``; a search from elsewhere is made afresh.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._last: dict[Any, tuple[int, int]] = {}
+
+    def find(self, what: str | re.Pattern[str], start: int, key: Any = None) -> int:
+        """The first occurrence of ``what`` at or after ``start``, else ``len(text)``."""
+        key = what if key is None else key
+        last = self._last.get(key)
+        if last is not None and last[0] <= start <= last[1]:
+            return last[1]
+        if isinstance(what, str):
+            found = self.text.find(what, start)
+        else:
+            match = what.search(self.text, start)
+            found = match.start() if match else -1
+        found = len(self.text) if found < 0 else found
+        self._last[key] = (start, found)
+        return found
+
+
+def replace_images(text: str, replace: Callable[[str, str], str]) -> str:
+    """``text`` with each image ``![alt](target "title")`` outside code replaced by
+    ``replace(alt, target)``; fenced code blocks and inline code spans are kept as they are."""
+    finder = _Finder(text)
+    links: dict[int, tuple[int, str] | None] = {}  # the last "](" seen -> (end, target) of its link
+    out: list[str] = []
+    pos = 0
+    while (start := _START.search(text, pos)) is not None:
+        begin = start.start()
+        if start.group(0) == "![":
+            image = _image(text, begin, finder, links)
+            if image is None:
+                out.append(text[pos : begin + 1])
+                pos = begin + 1
+            else:
+                end, alt, target = image
+                out.append(text[pos:begin])
+                out.append(replace(alt, target))
+                pos = end
+            continue
+        opener = start.group(0).lstrip(" ")[:3] in ("```", "~~~")
+        # a fence needs a line break after its opening line (checked first: without one, the regex
+        # would backtrack through every length of a long backtick run)
+        fence = _FENCE.match(text, begin) if opener and finder.find("\n", begin, key="fence") < len(text) else None
+        if fence is not None:
+            end = fence.end()
+        elif start.group(0).lstrip(" ").startswith("~"):
+            end = start.end()
+        else:
+            end = _code_span_end(text, begin + start.group(0).index("`"), finder)
+        out.append(text[pos:end])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _code_span_end(text: str, ticks: int, finder: _Finder) -> int:
+    """The end of the code span opened by the backtick run at ``ticks``, or of the run itself
+    when nothing closes it (a run of the same length, before the next blank line)."""
+    match = _NOT_TICK.search(text, ticks)
+    run_end = match.start() if match else len(text)
+    size = run_end - ticks
+    if size > MAX_TICKS or run_end >= len(text):
+        return run_end
+    close = finder.find(_TICK_RUNS[size], run_end, key=("ticks", size))
+    if close >= finder.find(_BLANK_LINE, run_end):
+        return run_end
+    return close + size
+
+
+def _image(text: str, begin: int, finder: _Finder,
+           links: dict[int, tuple[int, str] | None]) -> tuple[int, str, str] | None:
+    """``(end, alt, target)`` of the image starting at ``begin`` ("!["), or None."""
+    bracket = finder.find("]", begin + 2)
+    if bracket >= finder.find("\n", begin + 2, key="alt-newline") or not text.startswith("(", bracket + 1):
+        return None
+    if bracket not in links:  # every "![" before the same "](" gets the same answer
+        links.clear()
+        links[bracket] = _link(text, bracket + 2, finder)
+    link = links[bracket]
+    if link is None:
+        return None
+    end, target = link
+    return end, text[begin + 2 : bracket], target
+
+
+def _link(text: str, after_paren: int, finder: _Finder) -> tuple[int, str] | None:
+    """``(end, target)`` of ``target "title")`` starting just after the "(", or None."""
+    start = finder.find(_NOT_SPACE, after_paren, key="target")
+    if start >= len(text) or text[start] == ")":
+        return None
+    ends = []
+    if text[start] == "<":  # <target>, or else a bare target starting with "<"
+        close = finder.find(">", start + 1)
+        if close < finder.find("\n", start + 1, key="angle-newline"):
+            ends.append(close + 1)
+    ends.append(finder.find(_TARGET_END, start, key="bare"))
+    for target_end in ends:
+        end = _after_target(text, target_end, finder)
+        if end is not None:
+            return end, text[start:target_end]
+    return None
+
+
+def _after_target(text: str, target_end: int, finder: _Finder) -> int | None:
+    """The end of ``[ "title"] )`` after a target, or None."""
+    title = finder.find(_NOT_SPACE, target_end, key="after-target")
+    if target_end < title < len(text) and text[title] in _TITLE_CLOSERS:
+        closer = _TITLE_CLOSERS[text[title]]
+        close = finder.find(closer, title + 1, key=("title", closer))
+        if close < finder.find("\n", title + 1, key="title-newline"):
+            paren = finder.find(_NOT_SPACE, close + 1, key="after-title")
+            if text.startswith(")", paren):
+                return paren + 1
+    if text.startswith(")", title):
+        return title + 1
+    return None

@@ -2,12 +2,14 @@
 """``PowerPointLoader``: a PowerPoint (.pptx) deck, one text Document per slide, with python-pptx.
 
 Per slide, in shape order: text frames (one line per paragraph), tables (one line per row, cells
-joined with " | "), and the shapes inside groups. Slides without text yield no text Document.
+joined with " | "), and the shapes inside groups. Slides without text yield no text Document. A
+deck may hold at most 1000 slides and 100,000 shapes.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
 
 __all__ = ["PowerPointLoader"]
+
+MAX_SHAPES = 100_000  # shapes of the whole deck, group members included
 
 
 class PowerPointLoader(BaseLoader):
@@ -72,8 +76,12 @@ class PowerPointLoader(BaseLoader):
         if count > base_loader.MAX_PAGE_NUM:
             raise DocumentError(f"{self.file_path!r} has {count} slides, more than the limit of "
                                 f"{base_loader.MAX_PAGE_NUM}")
+        seen = 0
         for number, slide in enumerate(deck.slides, start=1):
-            shapes = list(_flatten(slide.shapes))
+            shapes = list(itertools.islice(_flatten(slide.shapes), MAX_SHAPES - seen + 1))
+            seen += len(shapes)
+            if seen > MAX_SHAPES:
+                raise DocumentError(f"{self.file_path!r} holds more than {MAX_SHAPES} shapes")
             text = clean_text("\n".join(line for shape in shapes for line in _shape_lines(shape)))
             if text:
                 yield self._text_document(text, page=number)
