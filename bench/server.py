@@ -42,11 +42,18 @@ any transport error, any status other than 200, or a body without the expected d
 answer (the echo). Before timing, every question's retrieval is checked: our server must return
 the in-process documents exactly, and the peer's overlap with ours is reported.
 
+CPU: each cell also reads the CPU time (user + system, from ``/proc``) that the system measured
+spent in the window: the server's process group (its workers included), or this process for the
+in-process calls, divided by the requests that ended in the window (``cpu_ms_per_request``) and
+by the window (``cores``). On a machine shared with other jobs the wall-clock figures stretch with
+their load; the CPU a request costs much less so.
+
 Output: JSON lines on stdout. An environment line (packages, load average, corpus, options); a
-setup line (ingestion, start-up times, checks); one ``cell`` line per system, endpoint and level
-(requests, failures with their first messages, req/s, p50, p90, p99, mean in ms); one
-``overhead`` line per endpoint and level (``server_p50 / in_process_p50`` and the difference, for
-mx_rag and for the peer); a summary. Exit status 1 if mx_rag failed any request or a check
+setup line (ingestion, start-up times, checks, and what one query's embedding costs here alone and
+in a batch of 8); one ``cell`` line per system, endpoint and level (requests, failures with their
+first messages, req/s, p50, p90, p99, mean in ms, CPU per request, cores); one ``overhead`` line
+per endpoint and level (``server_p50 / in_process_p50`` and the difference, the same for CPU per
+request, for mx_rag and for the peer); a summary. Exit status 1 if mx_rag failed any request or a check
 failed.
 
 Run::
@@ -352,18 +359,51 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-class Cell:
-    """What one (system, endpoint, level) run measured."""
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of process group ``pgid``."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[2]) == pgid:  # fields after the command: state, ppid, pgrp, ..., utime, stime
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self) -> None:
+
+class Cell:
+    """What one (system, endpoint, level) run measured; ``cpu`` samples the CPU seconds of the
+    system measured (its server's processes, or this process for in-process calls)."""
+
+    def __init__(self, cpu: Callable[[], float]) -> None:
         self.latencies: list[float] = []
         self.failures = 0
         self.errors: dict[str, int] = {}
         self.window_start = 0.0
         self.last_end = 0.0
+        self.completed = 0  # requests that ended in the window, whenever they started
         self.lock = threading.Lock()
+        self.cpu = cpu
+        self.cpu_start = self.cpu_end = 0.0
+
+    def start_window(self, warmup: float) -> threading.Timer:
+        self.window_start = time.perf_counter() + warmup
+
+        def mark() -> None:
+            self.cpu_start = self.cpu()
+
+        timer = threading.Timer(max(0.0, self.window_start - time.perf_counter()), mark)
+        timer.start()
+        return timer
+
+    def end_window(self) -> None:
+        self.cpu_end = self.cpu()
 
     def record(self, started: float, ended: float, error: str | None) -> None:
+        if ended >= self.window_start:
+            with self.lock:
+                self.completed += 1
         if started < self.window_start:
             return  # warm-up
         with self.lock:
@@ -384,6 +424,11 @@ class Cell:
             "p50_ms": round(percentile(ms, 50), 2), "p90_ms": round(percentile(ms, 90), 2),
             "p99_ms": round(percentile(ms, 99), 2), "mean_ms": round(statistics.fmean(ms), 2) if ms else None,
             "window_s": round(span, 2),
+            # CPU of the system per request and in cores: what wall-clock figures on a shared
+            # machine blur (other jobs' load lengthens latencies, not the CPU a request costs)
+            "cpu_ms_per_request": round((self.cpu_end - self.cpu_start) * 1000 / self.completed, 2)
+            if self.completed else None,
+            "cores": round((self.cpu_end - self.cpu_start) / span, 2),
             "errors": sorted(self.errors.items(), key=lambda kv: -kv[1])[:3],
         }
 
@@ -417,12 +462,11 @@ def http_request(system: str, endpoint: str, question: str) -> tuple[str, dict[s
 
 
 async def http_cell(base_url: str, system: str, endpoint: str, clients: int, warmup: float,
-                    seconds: float) -> Cell:
-    cell = Cell()
+                    seconds: float, cpu: Callable[[], float]) -> Cell:
+    cell = Cell(cpu)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=httpx.Timeout(120.0)) as client:
-        now = time.perf_counter()
-        cell.window_start = now + warmup
+        timer = cell.start_window(warmup)
         end = cell.window_start + seconds
 
         async def worker(index: int) -> None:
@@ -447,12 +491,14 @@ async def http_cell(base_url: str, system: str, endpoint: str, clients: int, war
                 cell.record(started, time.perf_counter(), error)
 
         await asyncio.gather(*(worker(i) for i in range(clients)))
+        cell.end_window()
+        timer.join()
     return cell
 
 
 def thread_cell(call: Callable[[str], str | None], clients: int, warmup: float, seconds: float) -> Cell:
-    cell = Cell()
-    cell.window_start = time.perf_counter() + warmup
+    cell = Cell(time.process_time)
+    timer = cell.start_window(warmup)
     end = cell.window_start + seconds
 
     def worker(index: int) -> None:
@@ -471,6 +517,8 @@ def thread_cell(call: Callable[[str], str | None], clients: int, warmup: float, 
 
     with ThreadPoolExecutor(max_workers=clients) as pool:
         list(pool.map(worker, range(clients)))
+    cell.end_window()
+    timer.join()
     return cell
 
 
@@ -588,6 +636,7 @@ def run(args: argparse.Namespace) -> int:
         from mx_rag.server.answers import ANSWER_PROMPT as instruction
 
         urls = {"mx_rag": our_url}
+        servers = {"mx_rag": ours}
         if args.peer == "hayhooks":
             chunks = inproc.chunks()
             (workdir / "chunks.json").write_text(json.dumps(chunks))
@@ -610,6 +659,7 @@ def run(args: argparse.Namespace) -> int:
                           "HAYHOOKS_LOG_LEVEL": "WARNING"},  # as quiet as our server (warnings, no access log)
                          workdir / "hayhooks.log", banner=False)
             children.append(peer)
+            servers["hayhooks"] = peer
             urls["hayhooks"] = f"http://127.0.0.1:{port}"
             wait_http(urls["hayhooks"] + "/status", 900,
                       lambda r: r.status_code == 200 and PEER_PIPELINE in r.json().get("pipelines", []), peer)
@@ -631,8 +681,9 @@ def run(args: argparse.Namespace) -> int:
                         call = inproc.retrieve if endpoint == "retrieve" else inproc.chat
                         cell = thread_cell(call, clients, args.warmup_s, args.seconds)
                     else:
+                        pgid = servers[system].proc.pid  # each server is a process group of its own
                         cell = asyncio.run(http_cell(urls[system], system, endpoint, clients, args.warmup_s,
-                                                     args.seconds))
+                                                     args.seconds, lambda pgid=pgid: group_cpu_s(pgid)))
                     line = {"bench": BENCH, "record": "cell", "system": system, "endpoint": endpoint,
                             "clients": clients, **cell.result(), "loadavg_1m": round(os.getloadavg()[0], 2)}
                     results[(system, endpoint, clients)] = line
@@ -651,6 +702,10 @@ def run(args: argparse.Namespace) -> int:
                     line[f"{system}_ratio_p50"] = round(served["p50_ms"] / base["p50_ms"], 3)
                     line[f"{system}_diff_p50_ms"] = round(served["p50_ms"] - base["p50_ms"], 2)
                     line[f"{system}_rps_share"] = round(served["rps"] / base["rps"], 3) if base["rps"] else None
+                    cpu, cpu_base = served["cpu_ms_per_request"], base["cpu_ms_per_request"]
+                    if cpu and cpu_base:
+                        line[f"{system}_cpu_ratio"] = round(cpu / cpu_base, 3)
+                        line[f"{system}_cpu_diff_ms"] = round(cpu - cpu_base, 2)
                 emit(line)
         inproc.close()
     emit({"bench": BENCH, "record": "summary", "ok": not problems, "problems": problems,
