@@ -10,6 +10,7 @@ from typing import Any
 
 from mx_rag.errors import RemoteError, RemoteResponseError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.usage import metering, record_usage
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ def chat_body(
     }
     if stop:
         body["stop"] = list(stop)
+    if stream and metering():
+        body["stream_options"] = {"include_usage": True}
     return body
 
 
@@ -82,6 +85,7 @@ def _finish_reason(choice: dict[str, Any]) -> str | None:
 def parse_completion(data: Any, url: str) -> str:
     """Answer text of a non-streaming chat completion; a null content is the empty answer."""
     choice = _first_choice(data, url)
+    record_usage(data)
     message = choice.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     text = content if isinstance(content, str) else ""
@@ -156,6 +160,7 @@ def stream_deltas(lines: Iterable[str], url: str) -> Iterator[str]:
             data = json.loads(payload)
         except (ValueError, RecursionError) as exc:
             raise RemoteResponseError(f"malformed stream event: {_short(payload)!r}", url=url) from exc
+        record_usage(data)
         if isinstance(data, dict) and not data.get("choices") and _error_of(data) is None:
             continue  # e.g. a trailing usage-only chunk
         choice = _first_choice(data, url)

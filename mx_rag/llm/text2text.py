@@ -68,9 +68,23 @@ class Text2TextLLM(ChatModel):
         llm_config: LLMParameterConfig | None = None,
     ) -> Iterator[str]:
         """Stream the answer: each item is the whole answer so far (not a delta)."""
+        return _cumulative(self.chat_deltas(query, sys_messages, role, llm_config))
+
+    def chat_deltas(
+        self,
+        query: str,
+        sys_messages: list[dict[str, Any]] | None = None,
+        role: str = "user",
+        llm_config: LLMParameterConfig | None = None,
+    ) -> Iterator[str]:
+        """Stream the answer as text deltas, in order (what an SSE relay sends on).
+
+        Raises ``RemoteResponseError`` after the deltas received if the stream breaks off before
+        the answer is finished; an answer cut at ``max_tokens`` ends with a ``"......"`` delta.
+        """
         check_str("query", query, 1, LLM_TEXT_MAX_LEN)
         messages, config = self._resolve(role, sys_messages, llm_config)
-        return _cumulative(self._deltas(build_messages(messages, role, query), config))
+        return self._deltas(build_messages(messages, role, query), config)
 
     # -- LangChain ---------------------------------------------------------------------------
 

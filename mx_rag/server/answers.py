@@ -96,7 +96,8 @@ class Answerer:
 
         retriever = self._retriever(who, kb, chain, k)
         kind = ParallelText2TextChain if chain == "parallel" else SingleText2TextChain
-        return kind(llm=self.llm, retriever=retriever, prompt=ANSWER_PROMPT, sys_messages=question.history or None)
+        return kind(llm=self.llm, retriever=retriever, reranker=self.service.reranker(), prompt=ANSWER_PROMPT,
+                    sys_messages=question.history or None)
 
     def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:
         settings = self.service.settings.chain

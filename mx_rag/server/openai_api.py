@@ -4,12 +4,14 @@
 A chat completion answers through a knowledge base (``model`` = ``"<kb>"`` or ``"<kb>/<chain>"``,
 see ``answers``). Besides OpenAI's fields, a response carries ``sources`` (text, source file,
 page, score of each passage the answer was given), in the body or, when streaming, in the last
-chunk before ``data: [DONE]``. Extra request fields: ``k`` (passages retrieved).
+chunk before ``data: [DONE]``. ``usage`` is what the LLM server reported for the calls the chain
+made (a count of words where it reported none). Extra request fields: ``k`` (passages retrieved).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
 
 import base64
+import contextvars
 import json
 import time
 import uuid
@@ -22,6 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.usage import Usage, start_usage_meter, usage_meter
 from mx_rag.server import metrics
 from mx_rag.server.answers import Answerer, parse_model, question_of, source_entries
 from mx_rag.server.errors import ApiError
@@ -85,12 +88,13 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
         if body.stream:
             return StreamingResponse(_sse(answerer, chain, question, config, ident, created, body.model),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        result = answerer.answer(chain, question, config)
+        with usage_meter() as usage:
+            result = answerer.answer(chain, question, config)
         answer = result.get("result", "")
         return {
             "id": ident, "object": "chat.completion", "created": created, "model": body.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-            "usage": _usage(question.text, answer),
+            "usage": _usage(usage, question.text, answer),
             "sources": source_entries(result),
         }
 
@@ -115,9 +119,12 @@ def _base64(vector: Any) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
-def _usage(prompt: str, answer: str) -> dict[str, int]:
-    """Token counts: what the LLM reported where it did, else a count of words."""
-    prompt_tokens, completion_tokens = len(prompt.split()), len(answer.split())
+def _usage(usage: Usage, prompt: str, answer: str) -> dict[str, int]:
+    """Token counts as the LLM server reported them; a count of words where it reported none."""
+    if usage.reported:
+        prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
+    else:
+        prompt_tokens, completion_tokens = len(prompt.split()), len(answer.split())
     metrics.count_tokens(prompt_tokens, completion_tokens)
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens}
@@ -132,13 +139,19 @@ def _sse(answerer: Answerer, chain: Any, question: Any, config: LLMParameterConf
 
     yield chunk({"role": "assistant", "content": ""})
     answer = ""
+    # Starlette runs each step of this generator in a fresh copy of the context: every step of
+    # the chain runs in this one Context instead, so the usage meter sees the whole stream.
+    context = contextvars.copy_context()
+    usage = context.run(start_usage_meter)
+    items = answerer.stream(chain, question, config)
     try:
-        for kind, value in answerer.stream(chain, question, config):
+        while (item := context.run(next, items, None)) is not None:
+            kind, value = item
             if kind == "delta":
                 answer += value
                 yield chunk({"content": value})
             else:
-                yield chunk({}, "stop", usage=_usage(question.text, answer), sources=value)
+                yield chunk({}, "stop", usage=_usage(usage, question.text, answer), sources=value)
     except Exception as exc:  # the status line is sent: the error goes in the stream
         error = {"error": {"code": "upstream_error", "message": " ".join(str(exc).split())[:500]}}
         yield f"data: {json.dumps(error)}\n\n"

@@ -110,6 +110,7 @@ class KnowledgeService:
         )
         self._open: dict[tuple[str, str], KnowledgeDB] = {}
         self._open_lock = threading.Lock()
+        self._reranker: Any = None
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mx_rag-ingest")
 
     # -- stores ----------------------------------------------------------------------------------
@@ -136,6 +137,22 @@ class KnowledgeService:
         client = MilvusClient(uri=self.settings.stores.milvus_url)
         return MilvusDB.create(client=client, collection_name=self.settings.stores.milvus_collection,
                                x_dim=self.embedding.dimension, metric_type="IP")
+
+    def reranker(self) -> Any:
+        """The local reranker of ``[chain] reranker``, loaded on first use; None when not set.
+
+        Raises:
+            MxRagError: the configured model cannot be loaded.
+        """
+        model = self.settings.chain.reranker
+        if model is None:
+            return None
+        with self._open_lock:
+            if self._reranker is None:
+                from mx_rag.reranker.local import LocalReranker
+
+                self._reranker = LocalReranker(model)
+            return self._reranker
 
     def close(self) -> None:
         self._jobs.shutdown(wait=True, cancel_futures=False)

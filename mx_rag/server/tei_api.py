@@ -27,7 +27,6 @@ request body is bounded by ``max_body_mb`` first.
 # No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
 
 import math
-import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
@@ -81,35 +80,19 @@ def _sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
-class _RerankerSlot:
-    """The local reranker of ``[chain] reranker``, built on first use (None: not configured)."""
-
-    def __init__(self, model: str | None) -> None:
-        self._model = model
-        self._lock = threading.Lock()
-        self._reranker: Reranker | None = None
-
-    def get(self) -> Reranker:
-        if self._model is None:
-            raise ApiError(503, "no_reranker", "this server has no reranker model: set [chain] reranker in "
-                           "mxrag.toml (or MXRAG_CHAIN__RERANKER) to a local cross-encoder directory, "
-                           "e.g. bge-reranker-base; mx_rag ships none")
-        with self._lock:
-            if self._reranker is None:
-                from mx_rag.reranker.local import LocalReranker
-
-                try:
-                    self._reranker = LocalReranker(self._model)
-                except MxRagError as exc:
-                    raise ApiError(503, "no_reranker", f"the reranker model is not usable: {exc}") from exc
-            return self._reranker
+def _reranker(service: KnowledgeService) -> Reranker:
+    reranker = service.reranker()
+    if reranker is None:
+        raise ApiError(503, "no_reranker", "this server has no reranker model: set [chain] reranker in "
+                       "mxrag.toml (or MXRAG_CHAIN__RERANKER) to a local cross-encoder directory, "
+                       "e.g. bge-reranker-base; mx_rag ships none")
+    return reranker
 
 
 def tei_router(service: KnowledgeService, principal: Any) -> APIRouter:
     """``/embed`` and ``/rerank`` over ``service``'s embedding and reranker, acting for ``principal(request)``."""
     router = APIRouter()
     Who = Annotated[Principal, Depends(principal)]
-    reranker = _RerankerSlot(service.settings.chain.reranker)
 
     @router.post("/embed")
     def embed(body: EmbedRequest, who: Who) -> list[list[float]]:
@@ -126,7 +109,10 @@ def tei_router(service: KnowledgeService, principal: Any) -> APIRouter:
             raise ApiError(400, "invalid_argument",
                            f"query must have 1 to {MAX_PROMPT_LENGTH} characters, got {len(body.query)}")
         _check_texts("texts", body.texts, MAX_PROMPT_LENGTH)
-        model = reranker.get()
+        try:
+            model = _reranker(service)
+        except MxRagError as exc:
+            raise ApiError(503, "no_reranker", f"the reranker model is not usable: {exc}") from exc
         try:
             logits = [float(s) for s in model.rerank(body.query, body.texts, batch_size=BATCH)]
         except (OSError, ValueError, ImportError) as exc:  # inputs are checked: the model did not load

@@ -202,6 +202,21 @@ def test_openai_embeddings_with_the_clients_default_encoding(served: Served, ope
     assert result.data[0].embedding == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.slow
+def test_usage_is_what_the_llm_server_reported(openai_client: Any) -> None:
+    messages = [{"role": "user", "content": QUESTION}]
+    completion = openai_client.chat.completions.create(model=KB, messages=messages)
+    usage = completion.usage
+    # the scripted LLM counts every word it was sent (passages, instruction, question) and each piece it sent
+    assert usage.prompt_tokens > len(QUESTION.split()) + 10
+    assert usage.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    stream = openai_client.chat.completions.create(model=KB, messages=messages, stream=True)
+    last = [chunk for chunk in stream][-1]
+    assert last.usage is not None and last.usage.prompt_tokens == usage.prompt_tokens
+    assert last.usage.completion_tokens == usage.completion_tokens
+
+
 # -- LangChain's ChatOpenAI ---------------------------------------------------------------------------
 
 
