@@ -59,7 +59,8 @@ class Fault(Reply):
 
     ``after`` counts HTTP chunks for a chunked reply (``Reply.stream`` sends its role chunk
     first) and body bytes for one with ``Content-Length``. A hanging connection is held open
-    until the server stops or ``hold`` seconds pass. A reset closes the socket with
+    until the server stops or ``hold`` seconds pass, then closed (``hold=0``: a body cut off by
+    an orderly close, FIN rather than RST). A reset closes the socket with
     ``SO_LINGER`` 0: the client gets ``ECONNRESET`` (over TLS: no close_notify either).
     """
 
