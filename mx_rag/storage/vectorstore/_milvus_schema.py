@@ -30,8 +30,47 @@ _LITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDic
 _LITE_LOCKS_GUARD = threading.Lock()
 
 
+# The standalone server of the PyPI package ``milvus`` (<= 2.3, once named "Milvus Lite") reports
+# "v2.3.5-lite" but is a whole Milvus (etcd, rocksmq, every component): not milvus-lite.
+_OLD_STANDALONE = re.compile(r"^v?2\.[0-3]\.\d+-lite$")
+# Build parameters Milvus < 2.4 requires (newer servers default them; these are knowhere's current defaults)
+OLD_SERVER_BUILD = {"HNSW": {"M": 30, "efConstruction": 360}, "IVF_FLAT": {"nlist": 128}, "IVF_PQ": {"nlist": 128}}
+
+
 def is_lite(server_version: str) -> bool:
-    return "lite" in server_version.lower()
+    """milvus-lite, the embedded local-file store, reports "milvus_lite-<package version>"."""
+    version = server_version.strip().lower()
+    return "lite" in version and not _OLD_STANDALONE.match(version)
+
+
+def release(server_version: str) -> tuple[int, int] | None:
+    """The (major, minor) Milvus release of a server that is not milvus-lite, if it says one."""
+    match = re.search(r"(\d+)\.(\d+)", server_version)
+    if is_lite(server_version) or not match:
+        return None
+    return int(match[1]), int(match[2])
+
+
+def before(server_version: str, wanted: tuple[int, int]) -> bool:
+    """Whether the server is a Milvus release older than ``wanted`` (never for milvus-lite)."""
+    found = release(server_version)
+    return found is not None and found < wanted
+
+
+def build_params(
+    params: dict[str, dict[str, Any]], mode: SearchMode, index_type: str, server_version: str
+) -> dict[str, dict[str, Any]]:
+    """``params`` with the dense build parameters a Milvus < 2.4 server requires filled in.
+
+    Those servers refuse an HNSW index without ``M``/``efConstruction`` and an IVF one without
+    ``nlist``; newer servers and milvus-lite default them and get ``params`` unchanged. Sparse
+    vectors need Milvus 2.4 or later (ParameterError on older servers).
+    """
+    if not before(server_version, (2, 4)):
+        return params
+    if mode in SPARSE_MODES:
+        raise ParameterError(f"sparse vectors need Milvus 2.4 or later; the server is {server_version}")
+    return {**params, "dense": {**OLD_SERVER_BUILD.get(index_type, {}), **params.get("dense", {})}}
 
 
 def lite_write_lock(client: Any) -> threading.Lock:
@@ -92,8 +131,8 @@ def in_expr(field: str, values: Sequence[int], server_version: str) -> tuple[str
     Older servers and milvus-lite get the values inline; they are validated Python ints, so the
     expression cannot be injected into.
     """
-    match = re.search(r"(\d+)\.(\d+)", server_version)
-    if not is_lite(server_version) and match and (int(match[1]), int(match[2])) >= (2, 5):
+    found = release(server_version)
+    if found is not None and found >= (2, 5):
         return f"{field} in {{values}}", {"values": [int(v) for v in values]}
     return f"{field} in [{', '.join(str(int(v)) for v in values)}]", {}
 

@@ -54,6 +54,8 @@ class MilvusDB(VectorStore):
     Instances hold no per-call state, so one may be shared by threads. With ``auto_id=True``
     Milvus assigns the ids and the ``ids`` given to ``add`` are ignored. milvus-lite cannot build
     IVF_PQ (IVF_FLAT is used there) and gets filter values inline instead of as parameters.
+    Milvus 2.3 servers are served too: dense modes only (sparse vectors need 2.4), filter values
+    inline, and the HNSW/IVF build parameters they require filled in with newer servers' defaults.
 
     Example:
         >>> from pymilvus import MilvusClient
@@ -128,15 +130,17 @@ class MilvusDB(VectorStore):
                 self._client.load_collection(self._collection)
             return
         dim = check_int("x_dim", x_dim, 1, MAX_DIM) if self._mode in DENSE_MODES else None
+        server = self._server_version()
+        index_type = schema_.served_index_type(self._index_type, server)
         schema, indexes = schema_.build_collection(
             self._client,
             self._types,
             mode=self._mode,
             auto_id=self._auto_id,
             dim=dim,
-            index_type=schema_.served_index_type(self._index_type, self._server_version()),
+            index_type=index_type,
             metric=self._metric,
-            params=schema_.check_index_params(params),
+            params=schema_.build_params(schema_.check_index_params(params), self._mode, index_type, server),
         )
         with self._call("create_collection"):
             self._client.create_collection(
