@@ -16,6 +16,7 @@ import io
 import os
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -126,7 +127,8 @@ def check_zip(data: bytes, source: str, kind: str, streamed: tuple[str, ...] = (
 
     A zip bomb here is: at least 5120 entries (or a directory too large for that many), more
     than 500 MiB uncompressed in total, an entry above 1 MiB that expands more than 200 times,
-    entries whose data overlap (one deflate stream counted many times), or more than 32 MiB of
+    entries whose data overlap (one deflate stream counted many times), an entry whose data does
+    not inflate to its declared size and CRC (checked 1 MiB at a time), or more than 32 MiB of
     XML to parse whole: XML parts whose name does not start with one of ``streamed`` (parts the
     loader reads as a stream, such as Excel worksheets).
     """
@@ -143,11 +145,22 @@ def check_zip(data: bytes, source: str, kind: str, streamed: tuple[str, ...] = (
             raise DocumentError(f"{source!r} looks like a zip bomb: {count} entries in a directory of {size} bytes "
                                 f"(limit {MAX_ZIP_ENTRIES - 1} entries, {MAX_CENTRAL_DIRECTORY} bytes)")
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            entries = archive.infolist()
-            directory_start = int(getattr(archive, "start_dir", len(data)))
+        archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
         raise DocumentError(f"{source!r} is not a valid {kind} file (not a zip archive: {describe(exc)})") from exc
+    with archive:
+        entries = _check_entries(data, archive, source)
+    parsed = sum(entry.file_size for entry in entries
+                 if entry.filename.lower().endswith((".xml", ".rels")) and not entry.filename.startswith(streamed))
+    if parsed > MAX_XML_PARSED:
+        raise DocumentError(f"{source!r} holds {parsed} bytes of XML to parse, more than the limit of "
+                            f"{MAX_XML_PARSED} (a zip bomb, or a document too large to load)")
+
+
+def _check_entries(data: bytes, archive: zipfile.ZipFile, source: str) -> list[zipfile.ZipInfo]:
+    """The entries, once their count, sizes, layout and data are checked."""
+    entries = archive.infolist()
+    directory_start = int(getattr(archive, "start_dir", len(data)))
     if len(entries) >= MAX_ZIP_ENTRIES:
         raise DocumentError(f"{source!r} looks like a zip bomb: {len(entries)} entries (limit {MAX_ZIP_ENTRIES - 1})")
     total = sum(entry.file_size for entry in entries)
@@ -163,11 +176,26 @@ def check_zip(data: bytes, source: str, kind: str, streamed: tuple[str, ...] = (
                 f"(limit {MAX_ZIP_RATIO})"
             )
     _check_no_overlap(data, entries, directory_start, source)
-    parsed = sum(entry.file_size for entry in entries
-                 if entry.filename.lower().endswith((".xml", ".rels")) and not entry.filename.startswith(streamed))
-    if parsed > MAX_XML_PARSED:
-        raise DocumentError(f"{source!r} holds {parsed} bytes of XML to parse, more than the limit of "
-                            f"{MAX_XML_PARSED} (a zip bomb, or a document too large to load)")
+    for entry in entries:
+        _check_inflates_as_declared(archive, entry, source)
+    return entries
+
+
+def _check_inflates_as_declared(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, source: str) -> None:
+    """Inflate the entry 1 MiB at a time: its data must give its declared size and CRC.
+
+    The parsers read an entry whole, and zipfile inflates it into a buffer as large as the
+    data gives (the declared size only cuts the result), so a stream declared as 30 kB that
+    inflates to gigabytes would exhaust memory there; here it stops at the declared size.
+    """
+    try:
+        with archive.open(entry) as member:
+            while member.read(MB):
+                pass
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, NotImplementedError,
+            zlib.error) as exc:
+        raise DocumentError(f"{source!r} is damaged or a zip bomb: entry {entry.filename!r} does not inflate to "
+                            f"its declared {entry.file_size} bytes ({describe(exc)})") from exc
 
 
 def _directory_size(data: bytes) -> tuple[int, int] | None:

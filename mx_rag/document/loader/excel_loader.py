@@ -18,9 +18,10 @@ import io
 import itertools
 import logging
 import os
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from langchain_core.documents import Document
 from lxml import etree
@@ -39,19 +40,25 @@ logger = logging.getLogger(__name__)
 MAX_ROW_NUM = 10_000
 MAX_COL_NUM = 1_000
 MAX_MERGED_CELLS = 1_000_000  # cells a sheet's merged ranges may fill; the rest are left as stored
-# a sheet is streamed, but openpyxl builds a whole row, and every part of the sheet outside its
-# rows (merged ranges, hyperlinks, validations...), as objects: a sheet must stay within these
+# A sheet is streamed, but openpyxl holds a whole row, every row element it has read (while
+# looking for the sheet's size, as soon as the workbook opens) and every part of the sheet
+# outside its rows (merged ranges, hyperlinks, validations...) as objects: a workbook whose
+# worksheet XML goes beyond these is refused before openpyxl opens it.
+MAX_XML_ROWS = 10 * MAX_ROW_NUM      # <row> elements of a worksheet
 MAX_ROW_ELEMENTS = 50 * MAX_COL_NUM  # XML elements in one row (cells, values, rich-text runs)
 MAX_OTHER_ELEMENTS = 200_000         # XML elements outside the rows
+WORKSHEETS = "xl/worksheets/"
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _ROW, _CELL, _SHEET_DATA, _MERGE_CELL = f"{_MAIN}row", f"{_MAIN}c", f"{_MAIN}sheetData", f"{_MAIN}mergeCell"
 
 
 @dataclass
 class _SheetScan:
-    """What a streaming pass over a sheet's XML found: why to skip it, or its merged ranges."""
+    """What a streaming pass over a worksheet's XML found: why to refuse the workbook (``fatal``)
+    or skip the sheet (``skip``), and its merged ranges."""
 
-    problem: str = ""
+    fatal: str = ""
+    skip: str = ""
     merges: list[str] = field(default_factory=list)
 
 
@@ -73,9 +80,9 @@ class ExcelLoader(BaseLoader):
 
     ``metadata``: source, sheet (its name), row (1-based row in the sheet), type "text", and
     title when the sheet starts with a title row. Sheets above 10,000 rows or 1,000 columns are
-    skipped with a warning, as are sheets whose XML is out of proportion (a row of more than
-    50,000 elements, more than 200,000 elements outside the rows); a workbook may hold at most
-    1000 sheets. Formulas give their cached
+    skipped with a warning; a workbook whose worksheet XML is out of proportion (more than
+    100,000 rows, a row of more than 50,000 elements, more than 200,000 elements outside the rows)
+    is refused before openpyxl opens it; a workbook may hold at most 1000 sheets. Formulas give their cached
     values. Password-protected workbooks are refused with ``DocumentError``.
 
     Args:
@@ -101,7 +108,8 @@ class ExcelLoader(BaseLoader):
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
-        check_zip(data, self.file_path, ".xlsx", streamed=("xl/worksheets/",))
+        check_zip(data, self.file_path, ".xlsx", streamed=(WORKSHEETS,))
+        scans = self._scan_worksheets(data)
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         try:
             sheets = workbook.worksheets
@@ -109,18 +117,30 @@ class ExcelLoader(BaseLoader):
                 raise DocumentError(f"{self.file_path!r} has {len(sheets)} sheets, more than the limit of "
                                     f"{base_loader.MAX_PAGE_NUM}")
             for sheet in sheets:
-                rows = self._sheet_rows(workbook, sheet)
+                rows = self._sheet_rows(sheet, scans.get(str(getattr(sheet, "_worksheet_path", "")), _SheetScan()))
                 if rows:
                     yield from self._row_documents(str(sheet.title), rows)
         finally:
             workbook.close()
 
-    def _sheet_rows(self, workbook: Any, sheet: Any) -> list[Row] | None:
+    def _scan_worksheets(self, data: bytes) -> dict[str, _SheetScan]:
+        """Each worksheet part's scan; ``DocumentError`` when one is out of proportion."""
+        scans = {}
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for name in archive.namelist():
+                if name.startswith(WORKSHEETS) and name.endswith(".xml") and "/_rels/" not in name:
+                    with archive.open(name) as source:
+                        scans[name] = scan = _scan_sheet(source)
+                    if scan.fatal:
+                        raise DocumentError(f"{self.file_path!r} is out of proportion to be read: its worksheet "
+                                            f"{name!r} has {scan.fatal}")
+        return scans
+
+    def _sheet_rows(self, sheet: Any, scan: _SheetScan) -> list[Row] | None:
         """The non-blank rows of a sheet (merged ranges filled in), or None when it is over the
         row or column limit."""
-        scan = _scan_sheet(workbook, sheet)
-        if scan.problem:
-            logger.warning("skipped sheet %r of %r: %s", sheet.title, self.file_path, scan.problem)
+        if scan.skip:
+            logger.warning("skipped sheet %r of %r: %s", sheet.title, self.file_path, scan.skip)
             return None
         rows: list[Row] = []
         limit = MAX_ROW_NUM + 1
@@ -180,57 +200,53 @@ class ExcelLoader(BaseLoader):
             yield self._text_document(text, row=row.number, **extra)
 
 
-def _scan_sheet(workbook: Any, sheet: Any) -> _SheetScan:
-    """Stream a sheet's XML once, before openpyxl reads it: check its proportions, collect its
-    merged ranges (openpyxl's read-only mode, kept for its bounded memory, does not give them).
-
-    Only one row, or one element outside the rows, is held at a time; the pass stops at the
-    first limit crossed.
-    """
+def _scan_sheet(source: IO[bytes]) -> _SheetScan:
+    """Stream a worksheet's XML once, before openpyxl opens the workbook: check its proportions,
+    collect its merged ranges (openpyxl's read-only mode, kept for its bounded memory, does not
+    give them). One row, or one element outside the rows, is held at a time."""
     scan = _SheetScan()
-    archive, part = getattr(workbook, "_archive", None), getattr(sheet, "_worksheet_path", None)
-    if archive is None or not isinstance(part, str):
-        return scan
     rows = cells = row_elements = other = 0
     in_rows = in_row = False
-    with archive.open(part) as source:
-        for event, element in etree.iterparse(source, events=("start", "end"), resolve_entities=False,
-                                              no_network=True, huge_tree=False, remove_comments=True):
-            tag = element.tag
-            if event == "start":
-                if in_row:
-                    row_elements += 1
-                    cells += tag == _CELL
-                    if cells > MAX_COL_NUM or row_elements > MAX_ROW_ELEMENTS:
-                        scan.problem = (f"XML row {rows} holds more than {MAX_COL_NUM} cells or "
-                                        f"{MAX_ROW_ELEMENTS} elements")
-                        return scan
-                elif tag == _ROW and in_rows:
-                    in_row, cells, row_elements = True, 0, 0
-                    rows += 1
-                    if rows > MAX_ROW_NUM:
-                        scan.problem = f"more than {MAX_ROW_NUM} rows"
-                        return scan
-                elif tag == _SHEET_DATA:
-                    in_rows = True
-                else:
-                    other += 1
-                    if other > MAX_OTHER_ELEMENTS:
-                        scan.problem = f"more than {MAX_OTHER_ELEMENTS} XML elements outside its rows"
-                        return scan
-                continue
-            if tag == _MERGE_CELL and element.get("ref"):
-                scan.merges.append(str(element.get("ref")))
-            elif tag == _ROW:
-                in_row = False
+    for event, element in etree.iterparse(source, events=("start", "end"), resolve_entities=False,
+                                          no_network=True, huge_tree=False, remove_comments=True):
+        tag = element.tag
+        if event == "start":
+            if in_row:
+                row_elements += 1
+                cells += tag == _CELL
+                if row_elements > MAX_ROW_ELEMENTS:
+                    scan.fatal = f"a row of more than {MAX_ROW_ELEMENTS} XML elements (row element {rows})"
+                    return scan
+                if cells > MAX_COL_NUM and not scan.skip:
+                    scan.skip = f"row element {rows} holds more than {MAX_COL_NUM} cells"
+            elif tag == _ROW and in_rows:
+                in_row, cells, row_elements = True, 0, 0
+                rows += 1
+                if rows > MAX_XML_ROWS:
+                    scan.fatal = f"more than {MAX_XML_ROWS} rows"
+                    return scan
+                if rows > MAX_ROW_NUM and not scan.skip:
+                    scan.skip = f"more than {MAX_ROW_NUM} rows"
             elif tag == _SHEET_DATA:
-                in_rows = False
-            if not in_row:  # drop what was read (inside a row, the row goes at its end)
-                element.clear(keep_tail=False)
-                parent = element.getparent()
-                if parent is not None:
-                    while element.getprevious() is not None:
-                        del parent[0]
+                in_rows = True
+            else:
+                other += 1
+                if other > MAX_OTHER_ELEMENTS:
+                    scan.fatal = f"more than {MAX_OTHER_ELEMENTS} XML elements outside its rows"
+                    return scan
+            continue
+        if tag == _MERGE_CELL and element.get("ref") and not scan.skip:
+            scan.merges.append(str(element.get("ref")))
+        elif tag == _ROW:
+            in_row = False
+        elif tag == _SHEET_DATA:
+            in_rows = False
+        if not in_row:  # drop what was read (inside a row, the row goes at its end)
+            element.clear(keep_tail=False)
+            parent = element.getparent()
+            if parent is not None:
+                while element.getprevious() is not None:
+                    del parent[0]
     return scan
 
 

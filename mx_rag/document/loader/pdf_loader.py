@@ -13,11 +13,13 @@ import io
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
+import pypdf
 from langchain_core.documents import Document
 from pypdf import PageObject, PasswordType, PdfReader
-from pypdf.errors import DependencyError, PdfReadError
+from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
@@ -40,6 +42,23 @@ def _tidy(text: str) -> str:
     """Ligatures spelled out, trailing blanks of each line dropped, NULs removed."""
     lines = (line.rstrip() for line in text.translate(_LIGATURES).splitlines())
     return clean_text("\n".join(lines))
+
+
+def _page_count(reader: PdfReader, source: str) -> int:
+    """The number of pages, reading at most four entries of the page tree per allowed page.
+
+    pypdf counts the pages by walking the whole tree into page objects (the ``/Count`` it
+    declares is not trusted): 100,000 pages took 40 s and 500 MiB before the limit refused them.
+    """
+    limit = 4 * base_loader.MAX_PAGE_NUM + 16  # leaves and the inner nodes above them
+    apply_configuration = getattr(pypdf, "apply_configuration", None)  # pypdf >= 6.1
+    bounded = apply_configuration(page_tree_maximum_entries=limit) if apply_configuration else nullcontext()
+    try:
+        with bounded:
+            return len(reader.pages)
+    except LimitReachedError as exc:
+        raise DocumentError(f"{source!r} has more than {base_loader.MAX_PAGE_NUM} pages (its page tree holds "
+                            f"more than {limit} entries)") from exc
 
 
 class PdfLoader(BaseLoader):
@@ -80,7 +99,7 @@ class PdfLoader(BaseLoader):
 
     def _load(self) -> Iterator[Document]:
         reader = self._open()
-        count = len(reader.pages)
+        count = _page_count(reader, self.file_path)
         if count == 0:
             raise DocumentError(f"{self.file_path!r} is not a readable PDF: it has no pages")
         if count > base_loader.MAX_PAGE_NUM:
