@@ -90,7 +90,8 @@ def _dense_docx(directory: Path) -> bytes:
     """30 MB of empty paragraphs (5 million elements; a fifth in CI): a tree of ~600 MB once parsed."""
     xml = hf.office_member("fake.docx", "word/document.xml")
     at = xml.index(b"<w:body>") + len(b"<w:body>")
-    return hf.office_with("fake.docx", {"word/document.xml": _padded(xml[:at] + b"<w:p/>" * (5_000_000 // SCALE) + xml[at:])})
+    body = b"<w:p/>" * (5_000_000 // SCALE)
+    return hf.office_with("fake.docx", {"word/document.xml": _padded(xml[:at] + body + xml[at:])})
 
 
 def _wide_row_xlsx(directory: Path) -> bytes:
@@ -200,10 +201,10 @@ CASES: dict[str, Case] = {
     "docx: 10,000 entries": Case("loader", ".docx", _many_entries, "DocxLoader", match=r"zip bomb: 100\d\d entries"),
     "xlsx: 300,000 entries behind an end record claiming 30": Case("loader", ".xlsx", _lying_directory, "ExcelLoader",
                                                                    match=r"30 entries in a directory of \d+ bytes"),
-    f"docx: {30 // SCALE} MB of empty paragraphs, under the ratio limit": Case("loader", ".docx", _dense_docx, "DocxLoader",
-                                                                   match="more than 200000 paragraphs and tables"),
-    f"xlsx: a row of {10_000_000 // SCALE} cells, under the ratio limit": Case("loader", ".xlsx", _wide_row_xlsx, "ExcelLoader",
-                                                                   match="a row of more than 50000 XML elements"),
+    f"docx: {30 // SCALE} MB of empty paragraphs, under the ratio limit": Case(
+        "loader", ".docx", _dense_docx, "DocxLoader", match="more than 200000 paragraphs and tables"),
+    f"xlsx: a row of {10_000_000 // SCALE} cells, under the ratio limit": Case(
+        "loader", ".xlsx", _wide_row_xlsx, "ExcelLoader", match="a row of more than 50000 XML elements"),
     "docx: a zip bomb nested in word/embeddings is never opened": Case("loader", ".docx", _nested_docx, "DocxLoader",
                                                                        outcomes=("documents",)),
     # -- XML entities ----------------------------------------------------------------------------
