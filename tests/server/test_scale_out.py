@@ -180,6 +180,14 @@ def retrieved(url: str, query: str) -> list[str]:
         return documents
 
 
+def embedded(url: str, text: str) -> list[float]:
+    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
+        response = http.post("/v1/embeddings", json={"input": [text]})
+        assert response.status_code == 200, response.text
+        vector: list[float] = response.json()["data"][0]["embedding"]
+        return vector
+
+
 def answer(url: str, question: str) -> dict[str, Any]:
     with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
         response = http.post("/v1/chat/completions", json={
@@ -220,7 +228,14 @@ def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
         first, second, pair = serving(stack, shared, 1, 1, 2)
         assert len({first, second, pair}) == 3
 
-        job = wait_job(second, create_and_upload(first, KB, SEEDS))  # uploaded to one, seen on the other
+        with ThreadPoolExecutor(6) as pool:  # the upload, while every process loads its embedding model
+            upload = pool.submit(create_and_upload, first, KB, SEEDS)
+            vectors = list(pool.map(lambda url: embedded(url, "seed samples"), [first, second, *[pair] * 4]))
+        assert len(vectors[0]) == 384
+        for vector in vectors[1:]:  # one shared collection needs every process to embed alike
+            assert np.allclose(vector, vectors[0], atol=1e-5)
+
+        job = wait_job(second, upload.result())  # uploaded to one, seen on the other
         assert job["status"] == "done" and job["results"] == {"seeds.txt": "stored"}, job
         with httpx.Client(base_url=second, timeout=TIMEOUT) as http:
             described = http.get(f"/v1/knowledge-bases/{KB}").json()
