@@ -56,10 +56,14 @@ per endpoint and level (``server_p50 / in_process_p50`` and the difference, the 
 request, for mx_rag and for the peer); a summary. Exit status 1 if mx_rag failed any request or a check
 failed.
 
+The peer needs ``pip install --no-deps hayhooks`` on top of the ``bench`` extra (hayhooks asks for
+``fastapi[standard]``, whose uvloop and httptools uvicorn would then put under our server too);
+without it the run has no peer.
+
 Run::
 
-    .venv/bin/python bench/server.py                   # 15 s per cell, 18 cells: about 8 min
-    .venv/bin/python bench/server.py --quick           # 3 s per cell: about 3 min (mostly start-up)
+    .venv/bin/python bench/server.py                   # 15 s per cell, 18 cells: about 10 min
+    .venv/bin/python bench/server.py --quick           # 3 s per cell: about 5 min (mostly start-up)
     .venv/bin/python bench/server.py --workers 2 --delay-ms 500 --levels 1,16,64
     .venv/bin/python bench/server.py --peer none       # without Hayhooks
 """
