@@ -14,9 +14,14 @@ the suite keeps Hypothesis' defaults):
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from fuzz_helpers import HOSTILE_RUN, HostileRun
 from hypothesis import HealthCheck, settings
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
@@ -47,3 +52,24 @@ def docs_dir() -> Path:
 def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory for the files the fuzz examples write (one fixed name per target)."""
     return tmp_path_factory.mktemp("fuzz")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the hostile-input runner as soon as its tests are collected: it builds its files and
+    runs its cases on another core while the other fuzz targets run here."""
+    if HOSTILE_RUN in config.stash or not any("test_hostile_inputs.py" in item.nodeid for item in items):
+        return
+    directory = Path(tempfile.mkdtemp(prefix="mxrag-hostile-"))
+    runner = Path(__file__).resolve().parent / "hostile_runner.py"
+    with (directory / "results.json").open("wb") as out, (directory / "stderr.txt").open("wb") as err:
+        process = subprocess.Popen([sys.executable, str(runner), "--build", str(directory)], stdout=out, stderr=err)
+    config.stash[HOSTILE_RUN] = HostileRun(process, directory)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run = config.stash.get(HOSTILE_RUN, None)
+    if run is not None:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.wait()
+        shutil.rmtree(run.directory, ignore_errors=True)

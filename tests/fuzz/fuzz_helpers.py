@@ -15,12 +15,14 @@ from __future__ import annotations
 import io
 import os
 import re
+import subprocess
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -31,6 +33,17 @@ DOCS = Path(__file__).resolve().parent.parent / "data" / "docs"
 MAX_MESSAGE = 2000  # an error message is a line, not a dump of the input
 
 _SEEDS: dict[str, bytes] = {}
+
+
+@dataclass
+class HostileRun:
+    """The background ``hostile_runner.py`` run (conftest.py starts it; test_hostile_inputs reads it)."""
+
+    process: subprocess.Popen[bytes]
+    directory: Path
+
+
+HOSTILE_RUN = pytest.StashKey[HostileRun]()
 
 
 def seed(name: str) -> bytes:

@@ -1,6 +1,9 @@
 """Run hostile-input cases, each in a child process under an address-space cap; print the results.
 
-Usage: ``python tests/fuzz/hostile_runner.py CASES.json`` prints a JSON list, one object per case:
+Usage: ``python tests/fuzz/hostile_runner.py --build DIR`` writes the files of ``hostile_cases``
+into DIR, then runs them in a fresh process (so that the building leaves nothing in the memory
+the children start from); ``python tests/fuzz/hostile_runner.py CASES.json`` runs a listing.
+Either prints a JSON list, one object per case:
 ``outcome`` ("documents", "refused": our error, "crashed": any other exception, "killed": the
 cap or the time limit ended the child), the error's type, its cause's type and message,
 ``peak_rss_mib`` (the child's ``ru_maxrss``, read with ``wait4``) and ``seconds``.
@@ -118,6 +121,11 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    if sys.argv[1] == "--build":
+        from hostile_cases import build_cases
+
+        listing = build_cases(Path(sys.argv[2]))
+        os.execv(sys.executable, [sys.executable, __file__, str(listing)])
     cases = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     print(json.dumps([run(case) for case in cases]))
 

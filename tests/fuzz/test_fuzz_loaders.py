@@ -36,7 +36,7 @@ MNG = LoaderMng.with_defaults(chunk_size=200, chunk_overlap=20)
 TARGETS = {
     "pdf": (PdfLoader, ".pdf", ["layout-parser-paper-fast.pdf", "korean-text-with-tables.pdf",
                                 "embedded-images.pdf", "pdf-bad-color-space.pdf", "password.pdf",
-                                "copy-protected.pdf"], False, 30),
+                                "copy-protected.pdf"], False, 20),
     "docx": (DocxLoader, ".docx", ["fake.docx", "docx-tables.docx", "docx-hdrftr.docx", "contains-pictures.docx"],
              True, 40),
     "pptx": (PowerPointLoader, ".pptx", ["fake-power-point.pptx", "fake-power-point-table.pptx",

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(300)
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20))
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=5),
                                                      st.dictionaries(st.text(max_size=10), inner, max_size=5)),
-                    max_leaves=30)
+                    max_leaves=15)
 KEYS = ["document_ids", "documents", "chunks", "data", "results", "docs", "passages",
         "id", "doc_id", "contents", "content", "text"]
 # near misses: the documented keys with values of any type, items of any type
@@ -52,7 +52,7 @@ def _check_documents(docs: Any) -> list[RetrievedDocument]:
     return docs
 
 
-@fuzz(300)
+@fuzz(60)
 @given(data=SHAPE)
 def test_any_json_value_gives_documents_or_none(data: Any) -> None:
     docs = _check_documents(normalize_retrieve_api_results(data))
@@ -137,13 +137,13 @@ def _check_repair(text: str) -> Any:
     return value
 
 
-@fuzz(300)
+@fuzz(200)
 @given(text=st.text(max_size=500))
 def test_any_text_gives_json_or_value_error(text: str) -> None:
     _check_repair(text)
 
 
-@fuzz(300)
+@fuzz(150)
 @given(answer=st.sampled_from(ANSWERS), cut=st.integers(0, 10_000),
        edits=st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(JUNK), st.booleans()), max_size=4))
 def test_truncated_and_mutated_answers_give_json_or_value_error(answer: str, cut: int,
