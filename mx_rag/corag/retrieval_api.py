@@ -12,9 +12,10 @@ the original SDK documents (plus a bare JSON list)::
     6 {"passages": [{"id": "d1", "content": "text 1"}, "text 2"]}
 
 ``normalize_retrieve_api_results`` turns any of them into ``RetrievedDocument`` objects;
-``RetrievalApiClient`` calls such an API; ``RetrieverSource`` adapts a ``Retriever`` (or any
-LangChain ``BaseRetriever``) to the same ``DocumentSource`` protocol; ``as_document_source``
-picks the right one for a URL, a retriever or a source. ``mxrag serve-retrieval`` (see
+``RetrievalApiClient`` calls such an API; ``RetrieverSource`` (in ``mx_rag.retrievers.sources``,
+importable from here too) adapts a ``Retriever`` (or any LangChain ``BaseRetriever``) to the same
+``DocumentSource`` protocol; ``as_document_source`` picks the right one for a URL, a retriever or
+a source. ``mxrag serve-retrieval`` (see
 ``mx_rag.server``) serves a local knowledge base as such an API.
 
 Example:
@@ -24,21 +25,26 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mx_rag.corag.types import DocumentSource, RetrievedDocument
-from mx_rag.errors import ParameterError, RemoteError, RemoteStatusError
-from mx_rag.utils.checks import check_instance, check_int, check_str, fail
+from mx_rag.errors import RemoteError, RemoteStatusError
+from mx_rag.retrievers.sources import (
+    DocumentSource,
+    RetrievedDocument,
+    RetrieverSource,
+    check_query,
+    check_top_k,
+    id_text,
+    short_error,
+)
+from mx_rag.utils.checks import check_instance, fail
 from mx_rag.utils.client_param import ClientParam
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 from mx_rag.utils.http import HttpClient, check_url
 
 if TYPE_CHECKING:
-    from langchain_core.documents import Document
-    from langchain_core.retrievers import BaseRetriever
+    pass
 
 __all__ = [
     "NO_ID",
@@ -108,14 +114,7 @@ def _paired_ids(ids: Any, count: int) -> list[str | None] | None:
         size = len(ids) if isinstance(ids, list) else type(ids).__name__
         logger.debug("retrieve-API document_ids (%s) do not pair with %d documents: ids dropped", size, count)
         return None
-    return [_id_text(i) for i in ids]
-
-
-def _id_text(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None
-    text = str(value)
-    return text if text else None
+    return [id_text(i) for i in ids]
 
 
 def _documents(items: Sequence[Any], ids: list[str | None] | None) -> list[RetrievedDocument]:
@@ -126,7 +125,7 @@ def _documents(items: Sequence[Any], ids: list[str | None] | None) -> list[Retri
             text, own_id = item, None
         elif isinstance(item, dict):
             text = next((item[k] for k in TEXT_KEYS if isinstance(item.get(k), str) and item[k]), "")
-            own_id = next((i for i in (_id_text(item.get(k)) for k in ID_KEYS) if i is not None), None)
+            own_id = next((i for i in (id_text(item.get(k)) for k in ID_KEYS) if i is not None), None)
         else:
             logger.debug("retrieve-API result %d is a JSON %s: skipped", index, type(item).__name__)
             continue
@@ -135,19 +134,6 @@ def _documents(items: Sequence[Any], ids: list[str | None] | None) -> list[Retri
             continue
         out.append(RetrievedDocument(id=own_id or given or NO_ID, text=text))
     return out
-
-
-def _check_top_k(top_k: Any) -> int:
-    return check_int("top_k", top_k, 1, MAX_TOP_K)
-
-
-def _check_query(query: Any) -> str:
-    return check_str("query", query, 1, TEXT_MAX_LEN)
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc)
-    return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "..."
 
 
 # -- HTTP client -------------------------------------------------------------------------------------
@@ -179,7 +165,7 @@ class RetrievalApiClient:
     def __init__(self, url: str, client_param: ClientParam | None = None, top_k: int = 5) -> None:
         self.client_param = check_instance("client_param", client_param or ClientParam(), ClientParam)
         self.url = check_url("retrieve_api_url", url, self.client_param)
-        self.top_k = _check_top_k(top_k)
+        self.top_k = check_top_k(top_k)
         self._http = HttpClient(self.client_param)
         self._closed = False
 
@@ -191,8 +177,8 @@ class RetrievalApiClient:
                 is not an int in [1, 10000].
             RuntimeError: the client is closed.
         """
-        _check_query(query)
-        k = self.top_k if top_k is None else _check_top_k(top_k)
+        check_query(query)
+        k = self.top_k if top_k is None else check_top_k(top_k)
         if self._closed:
             raise RuntimeError("RetrievalApiClient is closed")
         try:
@@ -202,7 +188,7 @@ class RetrievalApiClient:
             logger.debug("retrieval API error body: %s", exc.body)
             return []
         except RemoteError as exc:
-            logger.warning("retrieval API call failed, using no documents: %s: %s", type(exc).__name__, _short(exc))
+            logger.warning("retrieval API failed, using no documents: %s: %s", type(exc).__name__, short_error(exc))
             return []
         documents = normalize_retrieve_api_results(data)
         if not documents:
@@ -222,101 +208,6 @@ class RetrievalApiClient:
 
     def __repr__(self) -> str:
         return f"RetrievalApiClient(url={self.url!r}, top_k={self.top_k})"
-
-
-# -- LangChain retriever adapter ----------------------------------------------------------------------
-
-
-def _base_retriever_class() -> type:
-    from langchain_core.retrievers import BaseRetriever
-
-    return BaseRetriever
-
-
-def _document_id(doc: Document) -> str:
-    for key in METADATA_ID_KEYS:
-        found = _id_text(doc.metadata.get(key)) if isinstance(doc.metadata, dict) else None
-        if found is not None:
-            return found
-    own = _id_text(getattr(doc, "id", None))
-    if own is not None:
-        return own
-    return hashlib.sha256(doc.page_content.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-
-
-class RetrieverSource:
-    """A ``DocumentSource`` over any LangChain retriever (``mx_rag.retrievers.Retriever`` and
-    the others), so CoRAG can read a knowledge base directly instead of through a URL.
-
-    Args:
-        retriever: a LangChain ``BaseRetriever``; it is called with ``invoke(query)``.
-        top_k: documents asked for when ``retrieve`` is called without ``top_k``; None uses
-            the retriever's own setting.
-
-    A per-call ``top_k`` is honoured on a copy of the retriever (never by changing the shared
-    one) when it has a ``k`` field (``Retriever``, ``BMRetriever``...) or ``search_kwargs``
-    (LangChain's ``VectorStoreRetriever``); otherwise the results are cut to ``top_k``. Ids
-    come from metadata ``chunk_id`` or ``id``, then ``Document.id``, else the first 16 hex
-    digits of the text's SHA-256 (stable across runs). ``retrieve`` logs a warning and
-    returns ``[]`` when the retriever fails; ``retrieve_strict`` raises instead.
-
-    Example:
-        >>> source = RetrieverSource(kb.retriever(k=5))            # doctest: +SKIP
-        >>> [d.id for d in source.retrieve("Who founded YouTube?", top_k=2)]   # doctest: +SKIP
-        ['3f1c0a9b2d4e5f60', '9a8b7c6d5e4f3a2b']
-    """
-
-    def __init__(self, retriever: BaseRetriever, top_k: int | None = None) -> None:
-        self.retriever = check_instance("retriever", retriever, _base_retriever_class())
-        self.top_k = None if top_k is None else _check_top_k(top_k)
-
-    def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDocument]:
-        """At most ``top_k`` documents for ``query``; ``[]`` (and a warning) when the retriever fails.
-
-        Raises:
-            ParameterError: ``query`` or ``top_k`` is out of range.
-        """
-        _check_query(query)
-        k = self.top_k if top_k is None else _check_top_k(top_k)
-        try:
-            return self._search(query, k)
-        except ParameterError:
-            raise
-        except Exception as exc:  # the protocol: a failing source degrades to no documents
-            logger.warning("retriever failed, using no documents: %s: %s", type(exc).__name__, _short(exc))
-            logger.debug("retriever failure", exc_info=True)
-            return []
-
-    def retrieve_strict(self, query: str, top_k: int | None = None) -> list[RetrievedDocument]:
-        """Like ``retrieve``, but the retriever's errors propagate (used by the retrieval server)."""
-        _check_query(query)
-        return self._search(query, self.top_k if top_k is None else _check_top_k(top_k))
-
-    def _search(self, query: str, top_k: int | None) -> list[RetrievedDocument]:
-        docs = self._sized(top_k).invoke(query)
-        if top_k is not None:
-            docs = docs[:top_k]
-        return [RetrievedDocument(id=_document_id(d), text=d.page_content) for d in docs if d.page_content]
-
-    def _sized(self, top_k: int | None) -> Any:
-        """The retriever, or a shallow copy of it asking for ``top_k`` results.
-
-        Copied per call (cheap) rather than cached, so later changes to the retriever (say
-        ``Retriever.set_filter``) are always seen.
-        """
-        base: Any = self.retriever
-        if top_k is None:
-            return base
-        fields = getattr(type(base), "model_fields", {})
-        if "k" in fields and isinstance(base.k, int):
-            return base if base.k == top_k else base.model_copy(update={"k": top_k})
-        search_kwargs = getattr(base, "search_kwargs", None)
-        if "search_kwargs" in fields and isinstance(search_kwargs, dict):
-            return base.model_copy(update={"search_kwargs": {**search_kwargs, "k": top_k}})
-        return base
-
-    def __repr__(self) -> str:
-        return f"RetrieverSource({type(self.retriever).__name__}, top_k={self.top_k})"
 
 
 # -- picking a source ----------------------------------------------------------------------------------
@@ -342,7 +233,7 @@ def as_document_source(obj: Any, client_param: ClientParam | None = None, top_k:
     if isinstance(obj, str):
         return RetrievalApiClient(obj, client_param=client_param, top_k=top_k)
     if isinstance(obj, BaseRetriever):
-        return RetrieverSource(obj, top_k=_check_top_k(top_k))
+        return RetrieverSource(obj, top_k=check_top_k(top_k))
     if isinstance(obj, DocumentSource):
         return obj
     raise fail(

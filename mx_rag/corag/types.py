@@ -1,23 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Types shared by the CoRAG modules: retrieved documents and where they come from."""
+"""Types shared by the CoRAG modules: retrieved documents and where they come from (defined in
+``mx_rag.retrievers.sources``, which every retrieval path shares)."""
 
-from __future__ import annotations
+from mx_rag.retrievers.sources import DocumentSource, RetrievedDocument
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-
-@dataclass(frozen=True)
-class RetrievedDocument:
-    """One retrieved passage: its id (``"graph_chunk"`` when the source gives none) and text."""
-
-    id: str
-    text: str
-
-
-@runtime_checkable
-class DocumentSource(Protocol):
-    """Anything that answers ``retrieve(query, top_k)``: the retrieval-API client, or an adapter
-    over a ``Retriever`` / knowledge base. Failures degrade to an empty list (and a warning)."""
-
-    def retrieve(self, query: str, top_k: int) -> list[RetrievedDocument]: ...
+__all__ = ["DocumentSource", "RetrievedDocument"]

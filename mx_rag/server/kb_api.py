@@ -115,7 +115,7 @@ def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
 
     @router.post("/{kb}/retrieve")
     def retrieve(kb: str, body: RetrieveRequest, who: Who) -> dict[str, Any]:
-        from mx_rag.corag.retrieval_api import RetrieverSource
+        from mx_rag.retrievers.sources import RetrieverSource
 
         docs = RetrieverSource(service.retriever(who, kb, k=body.top_k)).retrieve_strict(body.query, body.top_k)
         return {"document_ids": [d.id for d in docs], "documents": [d.text for d in docs]}

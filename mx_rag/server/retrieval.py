@@ -19,9 +19,8 @@ Errors have the shape of every mx_rag app (``mx_rag.server.errors``): a malforme
 import logging
 from typing import Any
 
-from mx_rag.corag.retrieval_api import RetrieverSource
-from mx_rag.corag.types import DocumentSource
 from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.retrievers.sources import DocumentSource, RetrieverSource
 from mx_rag.server.runner import AppServer
 from mx_rag.utils.checks import check_int, fail
 from mx_rag.utils.common import MAX_TOP_K, MB, TEXT_MAX_LEN

@@ -134,9 +134,12 @@ class KnowledgeService:
 
         from mx_rag.storage.vectorstore import MilvusDB
 
-        client = MilvusClient(uri=self.settings.stores.milvus_url)
-        return MilvusDB.create(client=client, collection_name=self.settings.stores.milvus_collection,
-                               x_dim=self.embedding.dimension, metric_type="IP")
+        stores = self.settings.stores
+        token = "" if stores.milvus_token is None else stores.milvus_token.get_secret_value()
+        client = MilvusClient(uri=stores.milvus_url, token=token)
+        # no flush per write: a flush costs 1-2.5 s on a Milvus server, and new rows are searchable without one
+        return MilvusDB.create(client=client, collection_name=stores.milvus_collection,
+                               x_dim=self.embedding.dimension, metric_type="IP", auto_flush=False)
 
     def reranker(self) -> Any:
         """The local reranker of ``[chain] reranker``, loaded on first use; None when not set.

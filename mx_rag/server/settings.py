@@ -64,9 +64,10 @@ class EmbeddingSettings(_Section):
 
 class StoreSettings(_Section):
     postgres_url: SecretStr | None = Field(
-        default=None, description="chunks and registry in PostgreSQL instead of SQLite"
+        default=None, description="chunks in PostgreSQL instead of SQLite (the registry stays in data_dir)"
     )
     milvus_url: str | None = Field(default=None, description="vectors in Milvus instead of FAISS")
+    milvus_token: SecretStr | None = Field(default=None, description="Milvus credentials (user:password or a token)")
     milvus_collection: str = Field(default="mxrag_chunks", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 
 
