@@ -48,8 +48,8 @@ class ClientParam:
         connect_timeout: seconds to connect; defaults to ``timeout``.
         deadline: total seconds for a whole call (retries and stream reading included); None
             for no limit.
-        retries: attempts after the first on connection errors, 429 and 5xx (never on other
-            4xx), in [0, 10].
+        retries: attempts after the first on connection errors and 429, 500, 502, 503, 504
+            (never on other 4xx, 501, 505, read timeouts or TLS failures), in [0, 10].
         backoff: base seconds of the exponential backoff between retries, in [0, 60].
 
     Example:
