@@ -32,15 +32,17 @@ threads (default 1, ``OMP_NUM_THREADS``) everywhere: on a shared 2-core machine 
 per process slowed MiniLM down (see bench/ingest.py).
 
 Load: for each endpoint (``retrieve``, ``chat`` non-streaming) and each level of ``--levels``
-(default 1, 8, 32 concurrent clients) the three systems take turns (the order rotates per
-level). Clients are asyncio tasks sharing one ``httpx.AsyncClient`` (a pool as large as the
-level, keep-alive), each sending its next request as soon as the previous answer is read, with
-the questions of ``QUESTIONS`` in turn, ``k`` = ``top_k`` = 3. Every cell first runs
-``--warmup-s`` unmeasured, then ``--seconds`` measured: latencies of the requests started in
-that window, throughput = those requests over the time until the last of them ended. A failure is
-any transport error, any status other than 200, or a body without the expected documents (3) or
-answer (the echo). Before timing, every question's retrieval is checked: our server must return
-the in-process documents exactly, and the peer's overlap with ours is reported.
+(default 1, 8, 32 concurrent clients) the three systems take turns (the order rotates per level
+and per round), and the whole sweep is repeated ``--rounds`` times (default 3), so that a burst of
+load from other jobs lands on one round of one system, not on a system's only figure. Clients are
+asyncio tasks sharing one ``httpx.AsyncClient`` (a pool as large as the level, keep-alive), each
+sending its next request as soon as the previous answer is read, with the questions of
+``QUESTIONS`` in turn, ``k`` = ``top_k`` = 3. Every cell first runs ``--warmup-s`` (2) unmeasured,
+then ``--seconds`` (8) measured: latencies of the requests started in that window, throughput =
+those requests over the time until the last of them ended. A failure is any transport error, any
+status other than 200, or a body without the expected documents (3) or answer (the echo). Before
+timing, every question's retrieval is checked: our server must return the in-process documents
+exactly, and the peer's overlap with ours is reported.
 
 CPU: each cell also reads the CPU time (user + system, from ``/proc``) that the system measured
 spent in the window: the server's process group (its workers included), or this process for the
@@ -51,8 +53,10 @@ their load; the CPU a request costs much less so.
 Output: JSON lines on stdout. An environment line (packages, load average, corpus, options); a
 setup line (ingestion, start-up times, checks, and what one query's embedding costs here alone and
 in a batch of 8); one ``cell`` line per system, endpoint and level (requests, failures with their
-first messages, req/s, p50, p90, p99, mean in ms, CPU per request, cores); one ``overhead`` line
-per endpoint and level (``server_p50 / in_process_p50`` and the difference, the same for CPU per
+first messages, req/s, p50, p90, p99, mean in ms, CPU per request, cores) and round; one
+``result`` line per system, endpoint and level (the median of each figure over the rounds,
+failures summed, and each round's req/s and p50); one ``overhead`` line per endpoint and level,
+from the medians (``server_p50 / in_process_p50`` and the difference, the same for CPU per
 request, for mx_rag and for the peer); a summary. Exit status 1 if mx_rag failed any request or a check
 failed.
 
@@ -62,8 +66,8 @@ without it the run has no peer.
 
 Run::
 
-    .venv/bin/python bench/server.py                   # 15 s per cell, 18 cells: about 10 min
-    .venv/bin/python bench/server.py --quick           # 3 s per cell: about 5 min (mostly start-up)
+    .venv/bin/python bench/server.py                   # 3 rounds x 18 cells x 10 s: about 12 min
+    .venv/bin/python bench/server.py --quick           # 1 round, 3 s per cell: about 5 min (mostly start-up)
     .venv/bin/python bench/server.py --workers 2 --delay-ms 500 --levels 1,16,64
     .venv/bin/python bench/server.py --peer none       # without Hayhooks
 """
@@ -598,7 +602,8 @@ def environment_line(args: argparse.Namespace, files: list[Path]) -> dict[str, A
                                                   "sentence-transformers-haystack", "sentence-transformers",
                                                   "openai", "uvloop", "httptools")},
         "workers": args.workers, "delay_ms": args.delay_ms, "levels": args.levels, "seconds": args.seconds,
-        "warmup_s": args.warmup_s, "torch_threads": args.torch_threads, "k": K, "questions": len(QUESTIONS),
+        "warmup_s": args.warmup_s, "rounds": args.rounds, "torch_threads": args.torch_threads, "k": K,
+        "questions": len(QUESTIONS),
         "corpus": [str(f.relative_to(REPO)) for f in files], "peer": args.peer,
     }
 
@@ -676,25 +681,30 @@ def run(args: argparse.Namespace) -> int:
         emit(setup)
 
         systems = [s for s in SYSTEMS if s in urls or s == "in_process"]
-        results: dict[tuple[str, str, int], dict[str, Any]] = {}
-        for endpoint in ENDPOINTS:
-            for index, clients in enumerate(args.levels):
-                order = systems[index % len(systems):] + systems[: index % len(systems)]
-                for system in order:
-                    if system == "in_process":
-                        call = inproc.retrieve if endpoint == "retrieve" else inproc.chat
-                        cell = thread_cell(call, clients, args.warmup_s, args.seconds)
-                    else:
-                        pgid = servers[system].proc.pid  # each server is a process group of its own
-                        cell = asyncio.run(http_cell(urls[system], system, endpoint, clients, args.warmup_s,
-                                                     args.seconds, lambda pgid=pgid: group_cpu_s(pgid)))
-                    line = {"bench": BENCH, "record": "cell", "system": system, "endpoint": endpoint,
-                            "clients": clients, **cell.result(), "loadavg_1m": round(os.getloadavg()[0], 2)}
-                    results[(system, endpoint, clients)] = line
-                    emit(line)
-                    if system == "mx_rag" and line["failures"]:
-                        problems.append(f"mx_rag {endpoint} at {clients} clients: {line['failures']} failures: "
-                                        f"{line['errors']}")
+        runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        for rnd in range(args.rounds):
+            for endpoint in ENDPOINTS:
+                for index, clients in enumerate(args.levels):
+                    shift = (index + rnd) % len(systems)
+                    for system in systems[shift:] + systems[:shift]:
+                        if system == "in_process":
+                            call = inproc.retrieve if endpoint == "retrieve" else inproc.chat
+                            cell = thread_cell(call, clients, args.warmup_s, args.seconds)
+                        else:
+                            pgid = servers[system].proc.pid  # each server is a process group of its own
+                            cell = asyncio.run(http_cell(urls[system], system, endpoint, clients, args.warmup_s,
+                                                         args.seconds, lambda pgid=pgid: group_cpu_s(pgid)))
+                        line = {"bench": BENCH, "record": "cell", "round": rnd, "system": system,
+                                "endpoint": endpoint, "clients": clients, **cell.result(),
+                                "loadavg_1m": round(os.getloadavg()[0], 2)}
+                        runs.setdefault((system, endpoint, clients), []).append(line)
+                        emit(line)
+                        if system == "mx_rag" and line["failures"]:
+                            problems.append(f"mx_rag {endpoint} at {clients} clients, round {rnd}: "
+                                            f"{line['failures']} failures: {line['errors']}")
+        results = {key: combined(key, lines) for key, lines in runs.items()}
+        for line in results.values():
+            emit(line)
         for endpoint in ENDPOINTS:
             for clients in args.levels:
                 base = results[("in_process", endpoint, clients)]
@@ -717,6 +727,21 @@ def run(args: argparse.Namespace) -> int:
           "peer_failures": sum(r["failures"] for (s, _, _), r in results.items() if s not in ("mx_rag", "in_process")),
           "loadavg_end": [round(x, 2) for x in os.getloadavg()]})
     return 0 if not problems else 1
+
+
+def combined(key: tuple[str, str, int], lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One system, endpoint and level over the rounds: the median of each figure, failures summed."""
+    def median(name: str) -> float | None:
+        values = [line[name] for line in lines if line[name] is not None]
+        return round(statistics.median(values), 2) if values else None
+
+    system, endpoint, clients = key
+    return {"bench": BENCH, "record": "result", "system": system, "endpoint": endpoint, "clients": clients,
+            "rounds": len(lines), "requests": sum(line["requests"] for line in lines),
+            "failures": sum(line["failures"] for line in lines),
+            **{name: median(name) for name in ("rps", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "cpu_ms_per_request",
+                                               "cores")},
+            "rps_runs": [line["rps"] for line in lines], "p50_runs": [line["p50_ms"] for line in lines]}
 
 
 def embedding_costs(inproc: InProcess) -> dict[str, float]:
@@ -770,18 +795,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="worker processes of each server (default 1)")
     parser.add_argument("--delay-ms", type=float, default=200.0, help="the scripted LLM's delay per answer")
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
-    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per cell")
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per cell and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over every cell (medians are reported)")
     parser.add_argument("--warmup-s", type=float, default=2.0, help="unmeasured seconds before each cell")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads in every process")
     parser.add_argument("--peer", choices=("hayhooks", "none"), default="hayhooks")
     parser.add_argument("--workdir", default=DEFAULT_WORKDIR, help="data folder, logs (emptied first)")
-    parser.add_argument("--quick", action="store_true", help="3 s per cell, 0.5 s warm-up")
+    parser.add_argument("--quick", action="store_true", help="1 round, 3 s per cell, 0.5 s warm-up")
     args = parser.parse_args(argv)
     if args.serve_scripted_llm is not None:
         return serve_scripted_llm(args.serve_scripted_llm)
     args.levels = [int(x) for x in str(args.levels).split(",") if x.strip()]
     if args.quick:
-        args.seconds, args.warmup_s = min(args.seconds, 3.0), min(args.warmup_s, 0.5)
+        args.seconds, args.warmup_s, args.rounds = min(args.seconds, 3.0), min(args.warmup_s, 0.5), 1
     if args.peer == "hayhooks" and (pkg("hayhooks") is None or pkg("sentence-transformers-haystack") is None):
         log("hayhooks or sentence-transformers-haystack is not installed: running without the peer")
         args.peer = "none"
