@@ -8,7 +8,8 @@ measures those costs next to the plain library in the same run:
 
 * ``query``: ``MindFAISS.search`` (k=5, FLAT, 384-d, ``--vectors`` vectors) on a store saved to a
   file (the stat check on every call) and on an in-memory store (no check), and bare faiss
-  ``index.search`` on the same index object; ``check_us`` is file minus memory.
+  ``index.search`` on the same index object; ``check_us`` is file minus memory (noisy: it is a
+  difference of two searches), ``stat_check_alone_us`` the check itself timed 10,000 times.
 * ``upload``: ``KnowledgeDB.add_file`` of one 20-chunk document (embeddings precomputed, so the
   stores are what is timed) next to LangChain's ``FAISS.add_embeddings`` + ``save_local`` (how a
   LangChain user persists an index) on the same vectors; and the lock alone (``ProcessLock``
@@ -84,6 +85,10 @@ def bench_query(work: Path, vectors: int, calls: int, rounds: int) -> dict[str, 
         results.append(per)
     figures = median_of_rounds(results)
     figures["check_us"] = round(figures["file_us"] - figures["memory_us"], 2)
+    from mx_rag.storage.vectorstore.faiss_npu import _signature
+
+    index_file = work / "q.index"
+    figures["stat_check_alone_us"] = round(statistics.median(timed(lambda: _signature(index_file), 10_000)), 3)
     return {"bench": BENCH, "scenario": "query", "vectors": vectors, "k": 5, **figures}
 
 
