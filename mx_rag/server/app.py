@@ -64,6 +64,7 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
             service.registry.get_all_knowledge_info(service.local_principal().user_id)
             service.vectors.count()
             service.chunks.count()
+            service.embedding.embed_documents(["ready"])  # loads the model on the first call
         except Exception as exc:
             return error_response(503, "not_ready", f"{type(exc).__name__}: {exc}")
         return {"status": "ready"}

@@ -175,13 +175,15 @@ class KnowledgeService:
         """The knowledge base ``name`` of ``who`` (KnowledgeError: no such knowledge base for them)."""
         check_kb_name(name)
         key = (who.user_id, name)
+        kb = self._open.get(key)
+        # one registry query, outside the lock: the knowledge base may have been deleted (and made
+        # again, with a new id) through another worker since it was opened here
+        if kb is not None and self.registry.get_knowledge_id(name, who.user_id) == kb.knowledge_id:
+            return kb
         with self._open_lock:
-            kb = self._open.get(key)
-            if kb is None or not self.registry.check_knowledge_exist(name, who.user_id):
-                self._open.pop(key, None)
-                kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
-                                 knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
-                self._open[key] = kb
+            kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
+                             knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
+            self._open[key] = kb
             return kb
 
     def describe(self, who: Principal, name: str) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def check_number(name: str, value: Any, low: float, high: float, *, low_open: bo
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise fail(name, value, f"a number in {left}{low}, {high}]")
     below = value <= low if low_open else value < low
-    if below or value > high:
+    if below or value > high or value != value:  # NaN compares false with every bound
         raise fail(name, value, f"in {left}{low}, {high}]")
     return float(value)
 

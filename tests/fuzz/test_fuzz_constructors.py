@@ -3,10 +3,9 @@
 
 Each target draws one argument from a mix of ints (near the bounds and far), floats (infinities
 included), bools, None, strings and lists, and compares the outcome with the documented range.
-Two holes found here are reported, not fixed (the files belong to others), and pinned by strict
-xfail tests: every numeric check accepts NaN (``mx_rag/utils/checks.py``, ``check_number``:
-``nan < low`` and ``nan > high`` are both false), and ``Retriever(filter_dict=0)`` (any falsy
-value) is taken for "no filter" (``document_ids_filter`` in
+Two holes were found here: every numeric check accepted NaN (``check_number``: ``nan < low`` and
+``nan > high`` are both false; fixed, ``test_nan_is_refused``), and ``Retriever(filter_dict=0)``
+(any falsy value) is taken for "no filter", pinned by a strict xfail (``document_ids_filter`` in
 ``mx_rag/storage/document_store/base_storage.py``).
 """
 
@@ -141,7 +140,6 @@ def test_client_param_headers(headers: Any) -> None:
     check(lambda v: ClientParam(headers=v), "headers", headers, _headers_valid(headers))
 
 
-@pytest.mark.xfail(strict=True, reason="check_number accepts NaN (mx_rag/utils/checks.py); reported")
 @pytest.mark.parametrize("build", [
     lambda: ClientParam(timeout=float("nan")),
     lambda: ClientParam(backoff=float("nan")),
