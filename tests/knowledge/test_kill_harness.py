@@ -59,8 +59,14 @@ def test_kills_leave_every_document_old_or_new_and_the_cut_call_reruns(tmp_path:
         deadline = time.monotonic() + 60
         while not harness.read_journal(root)[0] and proc.is_alive() and time.monotonic() < deadline:
             time.sleep(0.005)
-        if point is None:
-            time.sleep(rng.uniform(0.0, 0.6))
+        if point is None:  # a random moment of a random operation, however fast the machine is
+            target = first + rng.randrange(OPS_PER_CHILD) - 1
+            while proc.is_alive() and time.monotonic() < deadline:
+                last = harness.read_journal(root)[1]
+                if target < first or (last is not None and last >= target):
+                    break
+                time.sleep(0.002)
+            time.sleep(rng.uniform(0.0, 0.08))
             proc.kill()
         proc.join(60)
         assert proc.exitcode is not None, "the child hung"
@@ -96,5 +102,5 @@ def test_kills_leave_every_document_old_or_new_and_the_cut_call_reruns(tmp_path:
             assert got == after, (round_, got, after)
         first = done + 2 if cut else done + 1
         stores.chunk_store.close()
-    assert kills >= KILLS * 3 // 4, figures
+    assert kills >= KILLS // 2, figures  # most rounds end in a kill, not with all their operations done
     print(json.dumps({"test": "knowledge kill harness", "kills": kills, "operations": first, **figures}))
