@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,7 +73,7 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
                 "data": [{"id": name, "object": "model", "created": 0, "owned_by": who.user_id} for name in names]}
 
     @router.post("/v1/chat/completions", response_model=None)
-    def chat(body: ChatRequest, request: Request, who: Who) -> Any:
+    def chat(body: ChatRequest, who: Who) -> Any:
         kb, chain_type = parse_model(body.model, settings.chain.type)
         question = question_of(body.messages)
         chain = answerer.chain(who, kb, chain_type, question, body.k)
