@@ -28,10 +28,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench
 	$(VENV)/bin/mypy
 
-# PostgreSQL for the document-store tests: installed and started if missing (as root), else
-# MXRAG_TEST_POSTGRES_URL names a server to use.
+# PostgreSQL for the document-store tests and Debian's chromium for the web app's browser tests:
+# installed (and started) if missing, as root; else MXRAG_TEST_POSTGRES_URL / MXRAG_TEST_CHROMIUM
+# name the ones to use.
 test: $(STAMP) lint
-	url="$$(scripts/ensure_postgres.sh)" && MXRAG_TEST_POSTGRES_URL="$$url" $(PY) -m pytest -q
+	url="$$(scripts/ensure_postgres.sh)" && chromium="$$(scripts/ensure_chromium.sh)" && \
+	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" $(PY) -m pytest -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

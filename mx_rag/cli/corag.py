@@ -235,11 +235,11 @@ def evaluate(
     command again after an interruption (same file, --limit and settings) runs only the questions
     not done yet and those that failed. The checkpoint is removed once every question succeeded.
     """
-    from mx_rag.cli.main import _fail
+    from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError, ParameterError
 
     if limit is not None and limit < 1:
-        _fail(ParameterError(f"--limit must be >= 1, got {limit}"))
+        fail(ParameterError(f"--limit must be >= 1, got {limit}"))
     threads = num_threads if num_threads is not None else (REMOTE_THREADS if llm_url else EMBEDDED_PARALLEL)
     # absolute paths: the SDK's file checks refuse '..' components, which users type all the time
     eval_file, workdir = eval_file.resolve(), workdir.resolve()
@@ -249,7 +249,7 @@ def evaluate(
                       max_path_length, limit, naive, recall, num_contexts, top_k, max_tokens, ctx, early_stop,
                       restart)
     except MxRagError as exc:
-        _fail(exc)
+        fail(exc)
     _note(f"report: {report_path} ({len(report) - 1} questions)")
     typer.echo(json.dumps(report[0], indent=2, ensure_ascii=False))
 

@@ -76,7 +76,7 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
     """
     from contextlib import ExitStack
 
-    from mx_rag.cli.main import _fail
+    from mx_rag.cli.common import fail
     from mx_rag.errors import ExtraNotInstalledError, MxRagError
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
@@ -104,7 +104,7 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
                     url = stack.enter_context(LocalLLMServer(n_parallel=1)).chat_url
                 llm = server_llm(settings, url)
             except MxRagError as exc:
-                _fail(exc)
+                fail(exc)
         typer.echo(f"mxrag mcp: serving {settings.data_dir} over stdio for user {principal.user_id!r}", err=True)
         with suppress(KeyboardInterrupt):
             run_stdio(service, llm, principal)

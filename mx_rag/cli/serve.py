@@ -35,32 +35,32 @@ def serve_retrieval(
     to pass as CoRAG's retrieve_api_url with ClientParam(use_http=True); everything else goes to
     stderr. Requests are {"query": str, "top_k": int}; answers are {"document_ids", "documents"}.
     """
-    from mx_rag.cli.main import _fail, _stop_on_signals
+    from mx_rag.cli.common import fail, stop_on_signals
     from mx_rag.cli.rag import _open, _sync
     from mx_rag.errors import MxRagError, ParameterError
     from mx_rag.server.retrieval import RetrievalServer, create_retrieval_app
     from mx_rag.utils.common import MAX_TOP_K
 
     if not 1 <= max_top_k <= MAX_TOP_K:
-        _fail(ParameterError(f"--max-top-k must be in [1, {MAX_TOP_K}], got {max_top_k}"))
+        fail(ParameterError(f"--max-top-k must be in [1, {MAX_TOP_K}], got {max_top_k}"))
     if not 1 <= k <= max_top_k:
-        _fail(ParameterError(f"--k must be in [1, --max-top-k={max_top_k}], got {k}"))
+        fail(ParameterError(f"--k must be in [1, --max-top-k={max_top_k}], got {k}"))
     try:
         server = RetrievalServer(host=host, port=port).bind()  # a busy port fails before the slow ingest
     except MxRagError as exc:
-        _fail(exc)
+        fail(exc)
     try:
         try:
             kb = _open(workdir, docs, embedding)
             _sync(kb, docs)
             server.app = create_retrieval_app(kb.retriever(k=k), max_top_k=max_top_k, default_top_k=k)
         except MxRagError as exc:
-            _fail(exc)
-        with _stop_on_signals() as stop:
+            fail(exc)
+        with stop_on_signals() as stop:
             try:
                 server.start()
             except MxRagError as exc:
-                _fail(exc)
+                fail(exc)
             print(server.url, flush=True)
             typer.echo(f"serving {len(kb.knowledge.document_ids())} documents at {server.url}", err=True)
             typer.echo("stop with Ctrl-C or SIGTERM", err=True)

