@@ -95,14 +95,14 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
                 from mx_rag.server.app import server_llm
                 from mx_rag.server.service import KnowledgeService
 
-                service = KnowledgeService(settings)
-                stack.callback(service.close)
                 url = settings.llm.url
                 if url is None:
                     from mx_rag.llm.local_server import LocalLLMServer
 
                     url = stack.enter_context(LocalLLMServer(n_parallel=1)).chat_url
                 llm = server_llm(settings, url)
+                service = KnowledgeService(settings, llm)
+                stack.callback(service.close)
             except MxRagError as exc:
                 fail(exc)
         typer.echo(f"mxrag mcp: serving {settings.data_dir} over stdio for user {principal.user_id!r}", err=True)

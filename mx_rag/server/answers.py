@@ -23,7 +23,8 @@ from mx_rag.server.service import KnowledgeService, check_kb_name
 
 __all__ = ["SERVED_CHAINS", "Answerer", "Question", "parse_model", "source_entries"]
 
-SERVED_CHAINS = ("single", "parallel", "hybrid", "multi-query")
+SERVED_CHAINS = ("single", "parallel", "hybrid", "multi-query", "graph", "corag")
+CORAG_PATH_LENGTH = 3  # retrieval steps of a served CoRAG answer (greedy decoding)
 MAX_HISTORY = 15  # earlier turns sent before the question (chains take at most 16 messages)
 ANSWER_PROMPT = "Answer the question using the information above. If it is not there, say so."
 
@@ -92,8 +93,18 @@ class Answerer:
         self.llm = llm
 
     def chain(self, who: Principal, kb: str, chain: str, question: Question, k: int | None) -> Any:
-        from mx_rag.chain import ParallelText2TextChain, SingleText2TextChain
+        from mx_rag.chain import GraphRagText2TextChain, ParallelText2TextChain, SingleText2TextChain
 
+        if chain == "graph":
+            if not self.service.is_graph(who, kb):
+                self.service.open(who, kb)  # 404 first for a knowledge base the caller cannot see
+                raise ApiError(400, "invalid_argument",
+                               f"knowledge base {kb!r} keeps no graph: create it with graph=true for the graph chain")
+            retriever = self.service.graph(who, kb).as_retriever(reranker_top_k=k or self.service.settings.chain.k)
+            return GraphRagText2TextChain(llm=self.llm, retriever=retriever, sys_messages=question.history or None,
+                                          source=True)
+        if chain == "corag":
+            return CoRagChain(self.llm, self._retriever(who, kb, "single", k), k or self.service.settings.chain.k)
         retriever = self._retriever(who, kb, chain, k)
         kind = ParallelText2TextChain if chain == "parallel" else SingleText2TextChain
         return kind(llm=self.llm, retriever=retriever, reranker=self.service.reranker(), prompt=ANSWER_PROMPT,
@@ -131,3 +142,53 @@ class Answerer:
                 yield "delta", text[len(sent):]
                 sent = text
         yield "sources", source_entries(last)
+
+
+class _RecordingSource:
+    """A CoRAG document source over a knowledge-base retriever that keeps what it returned."""
+
+    def __init__(self, retriever: Any) -> None:
+        self.retriever = retriever
+        self.found: dict[str, Any] = {}  # text -> Document, in the order first retrieved
+
+    def retrieve(self, query: str, top_k: int) -> list[Any]:
+        from mx_rag.retrievers.sources import RetrievedDocument
+
+        docs = self.retriever.invoke(query, k=top_k)
+        for doc in docs:
+            self.found.setdefault(doc.page_content, doc)
+        return [RetrievedDocument(str(doc.metadata.get("id", i)), doc.page_content) for i, doc in enumerate(docs)]
+
+    retrieve_strict = retrieve  # failures raise either way: a served answer must not hide them
+
+
+class _ConfiguredLLM:
+    """The server's LLM with one request's settings as its own (CoRAG reads ``llm_config``)."""
+
+    def __init__(self, llm: Any, config: LLMParameterConfig) -> None:
+        self.llm, self.llm_config = llm, config.replace(stream=False)
+
+    def chat(self, query: str, *args: Any, llm_config: LLMParameterConfig | None = None, **kwargs: Any) -> Any:
+        return self.llm.chat(query, *args, llm_config=llm_config or self.llm_config, **kwargs)
+
+
+class CoRagChain:
+    """CoRAG as a served chain: greedy multi-hop retrieval over one knowledge base, then the final
+    answer; ``query`` returns the chains' result shape (streamed as one piece: the answer is only
+    known at the end)."""
+
+    def __init__(self, llm: Any, retriever: Any, k: int) -> None:
+        self.llm, self.retriever, self.k = llm, retriever, k
+
+    def query(self, text: str, llm_config: LLMParameterConfig) -> Any:
+        result = self._answer(text, llm_config)
+        return iter([result]) if llm_config.stream else result
+
+    def _answer(self, text: str, config: LLMParameterConfig) -> dict[str, Any]:
+        from mx_rag.corag import CoRagAgent
+
+        source = _RecordingSource(self.retriever)
+        agent = CoRagAgent(_ConfiguredLLM(self.llm, config), source, retrieve_top_k=self.k)
+        answer, _ = agent.answer(text, strategy="greedy", max_path_length=CORAG_PATH_LENGTH)
+        docs = [{"page_content": d.page_content, "metadata": dict(d.metadata)} for d in source.found.values()]
+        return {"query": text, "result": answer, "source_documents": docs}

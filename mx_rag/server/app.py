@@ -115,4 +115,5 @@ def app_from_environment() -> FastAPI:
     settings = load_settings()
     if settings.llm.url is None:
         raise ParameterError("MXRAG_LLM__URL is not set: start workers with `mxrag serve`, which sets it")
-    return create_app(KnowledgeService(settings), server_llm(settings, settings.llm.url))
+    llm = server_llm(settings, settings.llm.url)
+    return create_app(KnowledgeService(settings, llm), llm)

@@ -3,7 +3,7 @@
 
 =======  ===============================================  ===========================================
 GET      /v1/knowledge-bases                              the caller's knowledge bases
-POST     /v1/knowledge-bases  ``{"name": "handbook"}``    create one (201)
+POST     /v1/knowledge-bases  ``{"name": "handbook"}``    create one (201); ``"graph": true`` keeps a graph
 GET      /v1/knowledge-bases/{kb}                         its documents, chunk counts and sizes
 DELETE   /v1/knowledge-bases/{kb}                         delete it with its documents
 POST     /v1/knowledge-bases/{kb}/documents               upload files (field ``files``): a job (202)
@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.datastructures import UploadFile
 
 from mx_rag.errors import ParameterError
@@ -41,6 +41,7 @@ class CreateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: StrictStr = Field(min_length=1, max_length=64)
+    graph: StrictBool = False
 
 
 class RetrieveRequest(BaseModel):
@@ -61,7 +62,7 @@ def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
 
     @router.post("", status_code=201)
     def create(body: CreateRequest, who: Who) -> dict[str, Any]:
-        return service.create(who, body.name)
+        return service.create(who, body.name, graph=body.graph)
 
     @router.get("/{kb}")
     def show(kb: str, who: Who) -> dict[str, Any]:

@@ -7,6 +7,10 @@ user reaches only the knowledge bases they belong to, and every retriever is sco
 knowledge base by construction (``KnowledgeDB.as_retriever``). Uploaded files are kept under
 ``<data>/uploads/<user>/<knowledge base>/`` and ingested by background jobs whose progress lives
 in the registry database, so any worker can report a job another worker runs.
+
+A knowledge base made with ``graph=True`` also keeps a knowledge graph (a ``GraphRAGPipeline`` in
+``<data>/graphs/<user>/<knowledge base>/``), extended after every upload job and cut when a
+document is deleted; its ``graph`` chain answers from it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is "<kb>" or "<kb>/<chain>"
 _FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
+GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
 LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
 
 
@@ -57,7 +62,7 @@ class _JobRow(_Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64), index=True)
     knowledge_name: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, failed
+    status: Mapped[str] = mapped_column(String(16))  # queued, running, building graph, done, failed
     total: Mapped[int] = mapped_column(Integer)
     processed: Mapped[int] = mapped_column(Integer, default=0)
     results: Mapped[str] = mapped_column(Text, default="{}")  # file name -> stored | unchanged | failed: why
@@ -88,9 +93,11 @@ class KnowledgeService:
 
     Args:
         settings: the server's settings (data folder, stores, embedding, upload limits).
+        llm: the server's ``Text2TextLLM``; graph builds extract with it when ``[graph]
+            extractor = "llm"`` (the default extractor needs no LLM).
     """
 
-    def __init__(self, settings: ServerSettings) -> None:
+    def __init__(self, settings: ServerSettings, llm: Any = None) -> None:
         from mx_rag.document import LoaderMng
         from mx_rag.embedding.local import TextEmbedding
 
@@ -98,6 +105,8 @@ class KnowledgeService:
         self.root = settings.data_dir.resolve()
         self.uploads = self.root / "uploads"
         self.uploads.mkdir(parents=True, exist_ok=True)
+        self.graphs = self.root / "graphs"
+        self.llm = llm
         self.registry = KnowledgeStore(db_path=str(self.root / "sql.db"))
         self._engine: Engine = sqlite_engine(self.root / "sql.db")
         _Base.metadata.create_all(self._engine)
@@ -109,6 +118,7 @@ class KnowledgeService:
             chunk_size=settings.upload.chunk_size, chunk_overlap=settings.upload.chunk_overlap
         )
         self._open: dict[tuple[str, str], KnowledgeDB] = {}
+        self._graphs: dict[tuple[str, str], Any] = {}
         self._open_lock = threading.Lock()
         self._reranker: Any = None
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mx_rag-ingest")
@@ -162,10 +172,13 @@ class KnowledgeService:
 
     # -- knowledge bases -------------------------------------------------------------------------
 
-    def create(self, who: Principal, name: str) -> dict[str, Any]:
-        """Create a knowledge base owned by ``who`` (KnowledgeError if another user has that name)."""
+    def create(self, who: Principal, name: str, *, graph: bool = False) -> dict[str, Any]:
+        """Create a knowledge base owned by ``who`` (KnowledgeError if another user has that name);
+        ``graph=True`` also keeps a knowledge graph of its documents."""
         check_kb_name(name)
         self.registry.add_knowledge(name, who.user_id, "admin")
+        if graph:
+            self._graph_dir(who, name).mkdir(parents=True, exist_ok=True)
         return self.describe(who, name)
 
     def names(self, who: Principal) -> list[str]:
@@ -199,7 +212,8 @@ class KnowledgeService:
                 "bytes": path.stat().st_size if path.exists() else None,
                 "created": row.create_time.isoformat() if row.create_time else None,
             })
-        return {"name": name, "documents": documents, "chunks": sum(d["chunks"] for d in documents)}
+        return {"name": name, "documents": documents, "chunks": sum(d["chunks"] for d in documents),
+                "graph": self.is_graph(who, name)}
 
     def delete(self, who: Principal, name: str) -> None:
         """Delete a knowledge base with its documents and uploaded files (admins only)."""
@@ -207,7 +221,9 @@ class KnowledgeService:
         kb.delete_all()
         with self._open_lock:
             self._open.pop((who.user_id, name), None)
+            self._graphs.pop((who.user_id, name), None)
         shutil.rmtree(self._folder(who, name), ignore_errors=True)
+        shutil.rmtree(self._graph_dir(who, name), ignore_errors=True)
 
     def delete_document(self, who: Principal, name: str, document_id: int) -> None:
         kb = self.open(who, name)
@@ -215,12 +231,55 @@ class KnowledgeService:
         if row is None:
             raise KnowledgeError(f"knowledge base {name!r} has no document {document_id}")
         kb.delete_file(row.document_file_path)
+        if self.is_graph(who, name):
+            self.graph(who, name).delete_document(row.document_file_path)
         Path(row.document_file_path).unlink(missing_ok=True)
 
     def retriever(self, who: Principal, name: str, k: int | None = None) -> KnowledgeRetriever:
         chain = self.settings.chain
         return self.open(who, name).as_retriever(self.embedding.embed_documents, k=k or chain.k,
                                                   score_threshold=chain.score_threshold)
+
+    # -- knowledge graphs ------------------------------------------------------------------------
+
+    def _graph_dir(self, who: Principal, name: str) -> Path:
+        return self.graphs / who.user_id / name
+
+    def is_graph(self, who: Principal, name: str) -> bool:
+        """Whether knowledge base ``name`` keeps a knowledge graph."""
+        return self._graph_dir(who, name).is_dir()
+
+    def graph(self, who: Principal, name: str) -> Any:
+        """The ``GraphRAGPipeline`` of graph knowledge base ``name`` (KnowledgeError if it has none)."""
+        self.open(who, name)
+        if not self.is_graph(who, name):
+            raise KnowledgeError(f"knowledge base {name!r} keeps no graph (create it with graph=True)")
+        key = (who.user_id, name)
+        with self._open_lock:
+            if key not in self._graphs:
+                from mx_rag.graphrag import GraphRAGPipeline
+
+                use_llm = self.settings.graph.extractor == "llm"
+                if use_llm and self.llm is None:
+                    raise KnowledgeError('[graph] extractor = "llm" needs the server\'s LLM, and none is configured')
+                self._graphs[key] = GraphRAGPipeline(self._graph_dir(who, name), self.llm if use_llm else None,
+                                                     self.embedding, self.embedding.dimension,
+                                                     rerank_model=self.reranker())
+            return self._graphs[key]
+
+    def build_graph(self, who: Principal, name: str, files: list[Path] | None = None) -> int:
+        """Add ``files`` (default: every document of the knowledge base) to its graph and build
+        what is new; returns the graph's node count. Unchanged documents cost nothing."""
+        pipeline = self.graph(who, name)
+        if files is None:
+            files = [Path(row.document_file_path) for row in self.open(who, name).get_all_documents()]
+        paths = files
+        known = set(pipeline.documents())
+        todo = [str(p.resolve()) for p in paths if p.exists() and str(p.resolve()) not in known]
+        for start in range(0, len(todo), GRAPH_UPLOAD_BATCH):
+            pipeline.upload_files(todo[start:start + GRAPH_UPLOAD_BATCH], self.loader)
+        pipeline.build_graph()
+        return int(pipeline.graph.count_nodes())
 
     # -- uploads ---------------------------------------------------------------------------------
 
@@ -294,6 +353,11 @@ class KnowledgeService:
                     results[path.name] = "stored"
                 metrics.count_ingested(results[path.name].split(":")[0])
                 self._update(job_id, processed=len(results), results=json.dumps(results))
+            who = Principal(kb.user_id, admin=True)
+            if self.is_graph(who, kb.knowledge_name):
+                self._update(job_id, status="building graph")
+                stored = [p for p in files if results.get(p.name) == "stored"]
+                self.build_graph(who, kb.knowledge_name, stored)
             self._update(job_id, status="done")
         except Exception as exc:  # a job must end with a status, whatever went wrong
             logger.exception("ingestion job %s failed", job_id)

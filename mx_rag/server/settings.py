@@ -78,6 +78,12 @@ class ChainSettings(_Section):
     reranker: str | None = Field(default=None, description="a local reranker model path or name; None: no reranking")
 
 
+class GraphSettings(_Section):
+    extractor: Literal["offline", "llm"] = Field(
+        default="offline", description="how graph knowledge bases find entities: offline (spaCy/jieba) or the LLM"
+    )
+
+
 class UploadSettings(_Section):
     max_file_mb: int = Field(default=100, ge=1, le=100)
     max_files: int = Field(default=100, ge=1, le=1000)
@@ -101,6 +107,7 @@ class ServerSettings(BaseSettings):
     stores: StoreSettings = StoreSettings()
     chain: ChainSettings = ChainSettings()
     upload: UploadSettings = UploadSettings()
+    graph: GraphSettings = GraphSettings()
     max_body_mb: int = Field(default=16, ge=1, le=1024, description="largest JSON request body")
 
     @classmethod

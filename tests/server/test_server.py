@@ -163,6 +163,38 @@ def test_openai_chat_answers_through_the_knowledge_base(openai_client: Any, chai
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stream", [False, True])
+def test_corag_chain_answers_after_its_retrieval_steps(openai_client: Any, llm_server: ScriptedServer,
+                                                       stream: bool) -> None:
+    """``kb/corag``: a sub-query, its retrieval and sub-answer, the early final answer, then the
+    final answer; the sources are what the steps retrieved."""
+    from mx_rag.testing import Reply
+
+    llm_server.enqueue(Reply.chat("SubQuery: What does the Zorblax reactor run on?"), Reply.chat("molten salt"),
+                       Reply.chat("Final Answer: molten salt"), Reply.chat("The reactor runs on molten salt."))
+    messages = [{"role": "user", "content": QUESTION}]
+    if stream:
+        chunks = list(openai_client.chat.completions.create(model=KB + "/corag", messages=messages, stream=True))
+        answer = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        sources = (chunks[-1].model_extra or {})["sources"]
+    else:
+        completion = openai_client.chat.completions.create(model=KB + "/corag", messages=messages)
+        answer, sources = completion.choices[0].message.content, (completion.model_extra or {})["sources"]
+    assert answer == "The reactor runs on molten salt."
+    assert sources and {s["source"] for s in sources} == {"facts.txt"}
+    assert any("molten salt" in s["text"] for s in sources)
+
+
+@pytest.mark.slow
+def test_graph_chain_on_a_knowledge_base_without_a_graph_is_400(served: Served) -> None:
+    with served.client(served.alice) as client:
+        response = client.post("/v1/chat/completions",
+                               json={"model": KB + "/graph", "messages": [{"role": "user", "content": QUESTION}]})
+    assert response.status_code == 400, response.text
+    assert "keeps no graph" in response.json()["error"]["message"]
+
+
+@pytest.mark.slow
 def test_openai_streaming_concatenates_to_the_answer_and_ends_with_sources(openai_client: Any) -> None:
     messages = [{"role": "user", "content": QUESTION}]
     whole = openai_client.chat.completions.create(model=KB, messages=messages)
