@@ -24,7 +24,7 @@ from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
 from mx_rag.utils.checks import as_parameter_error, check_str, fail
 from mx_rag.utils.common import TEXT_MAX_LEN
 
-__all__ = ["Retriever"]
+__all__ = ["Retriever", "query_embedder", "query_vector"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +35,12 @@ class Retriever(CallSettingsRetriever):
     Args:
         vector_store: any ``VectorStore``.
         document_store: any ``Docstore`` holding the chunks whose ids the vectors carry.
-        embed_func: ``texts -> vectors`` (e.g. ``TextEmbedding(...).embed_documents``); called
-            with a one-element list.
+        embed_func: ``texts -> vectors`` (e.g. ``TextEmbedding(...).embed_documents``). The
+            question is embedded as a *query*: when ``embed_func`` is the ``embed_documents``
+            method of an object that also has ``embed_query`` (every mx_rag and LangChain
+            embedding), ``embed_query(question)`` is called, so models with query and passage
+            prompts (multilingual-e5: ``"query: "`` / ``"passage: "``) get the query one. Any
+            other callable is called with a one-element list.
         k: documents to return, in [1, 10000]. Default 1.
         score_threshold: keep hits with a scaled similarity at least this, in [0, 1]; None keeps all.
         filter_dict: ``{"document_id": [ids]}`` restricts the search to those documents.
@@ -113,7 +117,7 @@ class Retriever(CallSettingsRetriever):
     def _dense_documents(self, query: str, settings: CallSettings) -> list[Document]:
         """The dense search of ``query`` with ``settings`` (the core of every call)."""
         check_str("query", query, 1, TEXT_MAX_LEN)
-        vector = as_matrix("embed_func result", self.embed_func([query]))[:1]
+        vector = query_vector(self.embed_func, query)
         if settings.score_threshold is None:
             scores, ids = self.vector_store.search(vector, k=settings.k, filter_dict=settings.search_filter)
         else:
@@ -126,3 +130,27 @@ class Retriever(CallSettingsRetriever):
         if len(docs) < len(hits):
             logger.warning("%d vector hits have no chunk in the document store", len(hits) - len(docs))
         return docs[: settings.k]
+
+
+def query_embedder(embed_func: Callable[..., Any]) -> Callable[[str], Any] | None:
+    """The ``embed_query`` of the object whose ``embed_documents`` method ``embed_func`` is, or None.
+
+    The seeds pass ``emb.embed_documents`` as the retriever's ``embed_func``; a question must
+    still be embedded as a query (models such as multilingual-e5 prefix queries and passages
+    differently). A plain function, a lambda or any other method gives None.
+    """
+    owner = getattr(embed_func, "__self__", None)
+    method = getattr(embed_func, "__func__", None)
+    if owner is None or getattr(method, "__name__", None) != "embed_documents":
+        return None
+    embed_query = getattr(owner, "embed_query", None)
+    return embed_query if callable(embed_query) else None
+
+
+def query_vector(embed_func: Callable[..., Any], query: str) -> Any:
+    """``query`` as a 1-row matrix: through ``query_embedder(embed_func)`` when there is one,
+    else ``embed_func([query])``."""
+    embed_query = query_embedder(embed_func)
+    if embed_query is not None:
+        return as_matrix("embed_query result", [embed_query(query)])
+    return as_matrix("embed_func result", embed_func([query]))[:1]
