@@ -4,19 +4,27 @@
 ``local_llm``: the embedded LLM (``mxrag llm serve``) running in a subprocess for the session.
 It is not skipped when the runtime is missing: the fixture fails with the server's error
 (fix: ``mxrag llm pull``).
+
+``postgres_url``: ``MXRAG_TEST_POSTGRES_URL`` (``make test`` sets it from
+``scripts/ensure_postgres.sh``); skipped without it. ``postgres_schema_url``: that database with a
+fresh schema as the search path (dropped with its tables afterwards), so that fixed table names
+do not collide between tests or runs.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, make_url, text
 
 SERVE_TIMEOUT = 120.0
 STOP_TIMEOUT = 10.0
@@ -76,3 +84,28 @@ def local_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLM]:
     finally:
         if proc.poll() is None:
             _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    url = os.environ.get("MXRAG_TEST_POSTGRES_URL", "").strip()
+    if not url:
+        pytest.skip("MXRAG_TEST_POSTGRES_URL is not set: run with url=$(scripts/ensure_postgres.sh) and "
+                    "MXRAG_TEST_POSTGRES_URL=$url (make test does this)")
+    return url
+
+
+@pytest.fixture
+def postgres_schema_url(postgres_url: str) -> Iterator[str]:
+    """``postgres_url`` with a new, empty schema as its search path."""
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    engine = create_engine(postgres_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA {schema}"))
+        url = make_url(postgres_url).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        engine.dispose()

@@ -53,15 +53,14 @@ def _stdout_to_stderr() -> Iterator[None]:
 def _principal(settings: Any, api_key: str | None) -> Any:
     """The local user, or the user of ``api_key`` (checked before anything slow is loaded)."""
     from mx_rag.errors import ParameterError
-    from mx_rag.knowledge.store import sqlite_engine
     from mx_rag.server.keys import KeyStore, Principal
+    from mx_rag.server.service import open_registry
 
     if not api_key:
         from mx_rag.server.service import LOCAL_USER
 
         return Principal(LOCAL_USER, admin=True)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    found = KeyStore(sqlite_engine(settings.data_dir.resolve() / "sql.db")).authenticate(api_key.strip())
+    found = KeyStore(open_registry(settings).engine).authenticate(api_key.strip())
     if found is None:
         raise ParameterError("the API key (--api-key or MXRAG_API_KEY) is unknown or revoked")
     return found

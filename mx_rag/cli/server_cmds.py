@@ -57,14 +57,17 @@ def serve(
 
     from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError, ParameterError
-    from mx_rag.knowledge.store import sqlite_engine
     from mx_rag.server.keys import KeyStore
+    from mx_rag.server.service import open_registry
 
     if llm_url:
         os.environ["MXRAG_LLM__URL"] = llm_url
     settings = _settings(config, data_dir=data_dir, host=host, port=port, workers=workers)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    keyed = KeyStore(sqlite_engine(settings.data_dir / "sql.db")).any_active()
+    try:
+        keyed = KeyStore(open_registry(settings).engine).any_active()
+    except MxRagError as exc:
+        fail(exc)
     if not keyed and not settings.local_only:
         fail(ParameterError(f"host {settings.host!r} without API keys would serve everyone: create a key with "
                              "`mxrag keys create USER --admin`, or listen on 127.0.0.1"))
@@ -120,7 +123,7 @@ def keys_create(
     data_dir: DataDirOption = None,
 ) -> None:
     """Create a key and print it (it is shown only this once)."""
-    store = _keys(config, data_dir)
+    store = _guard(lambda: _keys(config, data_dir))
     typer.echo(_guard(lambda: store.create(user_id, admin=admin, name=name)))
 
 
@@ -139,7 +142,7 @@ def keys_revoke(
     data_dir: DataDirOption = None,
 ) -> None:
     """Revoke a key (every worker refuses it within 5 seconds)."""
-    store = _keys(config, data_dir)
+    store = _guard(lambda: _keys(config, data_dir))
     _guard(lambda: store.revoke(key_id))
     typer.echo(f"revoked key {key_id}")
 
@@ -151,12 +154,10 @@ def config_show(config: ConfigOption = None, data_dir: DataDirOption = None) -> 
 
 
 def _keys(config: Path | None, data_dir: Path | None) -> Any:
-    from mx_rag.knowledge.store import sqlite_engine
     from mx_rag.server.keys import KeyStore
+    from mx_rag.server.service import open_registry
 
-    settings = _settings(config, data_dir=data_dir)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return KeyStore(sqlite_engine(settings.data_dir / "sql.db"))
+    return KeyStore(open_registry(_settings(config, data_dir=data_dir)).engine)
 
 
 def _guard(action: Any) -> Any:

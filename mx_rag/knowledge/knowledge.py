@@ -34,7 +34,6 @@ from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str, fail
 from mx_rag.utils.file_check import check_dir, check_inside, check_path
-from mx_rag.utils.process_lock import ProcessLock, lock_path_for
 
 __all__ = ["KnowledgeDB", "KnowledgeStore"]
 
@@ -128,7 +127,7 @@ class KnowledgeDB:
             raise fail("white_paths", white_paths, "a list of 1 to 1024 directories")
         self.white_paths = [check_dir(f"white_paths[{i}]", p) for i, p in enumerate(white_paths)]
         check_bool("drop_incomplete", drop_incomplete)
-        self._lock: AbstractContextManager[Any] = ProcessLock(lock_path_for(self.knowledge_store.db_path), outer=lock)
+        self._lock: AbstractContextManager[Any] = self.knowledge_store.write_lock(outer=lock)
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
         self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
         self._replaced: dict[int, int] = {}  # staged new version -> the document it replaces

@@ -61,3 +61,13 @@ class DocumentModel(RegistryBase):
     # the previous version's id while its chunks and vectors are being removed after a replace
     replaces: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     create_time: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class EmbeddingRecord(RegistryBase):
+    """The embedding model a knowledge base was built with (recorded by its first user)."""
+
+    __tablename__ = "knowledge_embedding"
+
+    knowledge_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    model: Mapped[str] = mapped_column(String(1024))
+    dimension: Mapped[int] = mapped_column(Integer)

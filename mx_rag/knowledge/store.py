@@ -6,18 +6,28 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, create_engine, delete, event, func, inspect, or_, select, text, update
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy import Engine, MetaData, and_, create_engine, delete, event, func, inspect, or_, select, text, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mx_rag.errors import KnowledgeError, ParameterError, StorageError
-from mx_rag.knowledge.models import DELETING, PENDING, READY, ROLES, DocumentModel, KnowledgeModel, RegistryBase
-from mx_rag.utils.checks import check_bool, check_choice, check_str, fail
+from mx_rag.knowledge.models import (
+    DELETING,
+    PENDING,
+    READY,
+    ROLES,
+    DocumentModel,
+    EmbeddingRecord,
+    KnowledgeModel,
+    RegistryBase,
+)
+from mx_rag.utils.checks import check_bool, check_choice, check_int, check_str, fail
 from mx_rag.utils.file_check import check_writable_parent
+from mx_rag.utils.process_lock import AdvisoryLock, ProcessLock, lock_path_for
 
 USER_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{6,64}$")
 MAX_NAME_LEN = 1024
@@ -45,12 +55,33 @@ def sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+def postgres_engine(url: str) -> Engine:
+    """An engine on a PostgreSQL database (connections checked before use)."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ParameterError(f"url is not a SQLAlchemy database URL: {exc}") from exc
+    if parsed.get_backend_name() != "postgresql":
+        raise fail("url", parsed.render_as_string(hide_password=True), "a PostgreSQL URL (postgresql+psycopg://...)")
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return create_engine(parsed, pool_pre_ping=True)
+
+
 class KnowledgeStore:
     """Knowledge bases, who may use them (``admin`` or ``member`` per ``user_id``), and the
     documents each one holds. A user only sees knowledge bases in which they have a role.
 
     Args:
         db_path: SQLite file; created if missing. May be the same file as a ``SQLiteDocstore``.
+        url: (keyword, instead of ``db_path``) a SQLAlchemy URL of a PostgreSQL database, for a
+            registry that servers on several machines share (``postgresql+psycopg://...``).
+
+    Writers take turns through ``write_lock()``: the lock file ``<db_path>.lock`` for SQLite, a
+    PostgreSQL advisory lock for a database.
 
     Example:
         >>> store = KnowledgeStore(db_path="kb.db")            # doctest: +SKIP
@@ -58,11 +89,32 @@ class KnowledgeStore:
         1
     """
 
-    def __init__(self, db_path: str) -> None:
-        self.db_path = check_writable_parent("db_path", db_path)
-        self._engine = sqlite_engine(self.db_path)
+    def __init__(self, db_path: str | None = None, *, url: str | None = None) -> None:
+        if (db_path is None) == (url is None):
+            raise ParameterError("give KnowledgeStore one of db_path (a SQLite file) or url (a PostgreSQL database)")
+        self.db_path: Path | None = None
+        if url is None:
+            self.db_path = check_writable_parent("db_path", db_path)
+            self._engine = sqlite_engine(self.db_path)
+            self.location = str(self.db_path)
+        else:
+            self._engine = postgres_engine(url)
+            self.location = self._engine.url.render_as_string(hide_password=True)
         _create_schema(self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._id_lock = self.write_lock()
+
+    @property
+    def engine(self) -> Engine:
+        """The registry's database (the server keeps its API keys and upload jobs there too)."""
+        return self._engine
+
+    def write_lock(self, outer: Any = None) -> AbstractContextManager[Any]:
+        """A new re-entrant lock that every writer of this registry, in any process, takes in turn;
+        ``outer`` is taken before it."""
+        if self.db_path is not None:
+            return ProcessLock(lock_path_for(self.db_path), outer=outer)
+        return AdvisoryLock(self._engine, f"mx_rag knowledge registry {self.location}", outer=outer)
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
@@ -74,7 +126,7 @@ class KnowledgeStore:
         except IntegrityError as exc:
             raise KnowledgeError(f"the knowledge registry refused the change: {exc.orig}") from exc
         except SQLAlchemyError as exc:
-            raise StorageError(f"knowledge registry {str(self.db_path)!r} failed: {exc}") from exc
+            raise StorageError(f"knowledge registry {self.location!r} failed: {exc}") from exc
 
     # -- knowledge bases and members -------------------------------------------------------------
 
@@ -88,7 +140,7 @@ class KnowledgeStore:
         check_user_id(user_id)
         if role != "admin":
             raise fail("role", role, "'admin' (the creator of a knowledge base is its admin)")
-        with self._session() as session:
+        with self._id_lock, self._session() as session:  # the new id is max + 1: one writer at a time
             rows = session.scalars(select(KnowledgeModel).where(KnowledgeModel.knowledge_name == knowledge_name)).all()
             if any(row.user_id == user_id for row in rows):
                 return rows[0].knowledge_id
@@ -132,6 +184,28 @@ class KnowledgeStore:
             if len(rows) == 1 and not force:
                 raise KnowledgeError(f"{user_id!r} is the last member of {knowledge_name!r}; pass force=True")
             session.delete(mine[0])
+            if len(rows) == 1:  # the knowledge base is gone: so is its record (its id may be given again)
+                session.execute(delete(EmbeddingRecord).where(EmbeddingRecord.knowledge_id == mine[0].knowledge_id))
+
+    def check_embedding(self, knowledge_name: str, user_id: str, model: str, dimension: int) -> None:
+        """Record the embedding model (a name or path) and dimension that build ``knowledge_name``
+        on first use; later, refuse another one with a KnowledgeError naming both, since vectors
+        of another model make retrieval return nonsense without any error."""
+        check_str("model", model, 1, MAX_NAME_LEN)
+        check_int("dimension", dimension, 1, 1 << 20)
+        with self._session() as session:
+            member = self._role(session, knowledge_name, user_id)
+            if member is None:
+                raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist for {user_id!r}")
+            row = session.get(EmbeddingRecord, member.knowledge_id)
+            if row is None:
+                session.add(EmbeddingRecord(knowledge_id=member.knowledge_id, model=model, dimension=dimension))
+            elif (row.model, row.dimension) != (model, dimension):
+                raise KnowledgeError(
+                    f"knowledge base {knowledge_name!r} was built with the embedding model {row.model!r} "
+                    f"({row.dimension} dimensions), not {model!r} ({dimension}): use {row.model!r} "
+                    "(--embedding, or [embedding] model), or make a new knowledge base for the other model"
+                )
 
     def check_knowledge_exist(self, knowledge_name: str, user_id: str) -> bool:
         check_user_id(user_id)
@@ -345,16 +419,25 @@ class KnowledgeStore:
         return rows
 
 
-def _create_schema(engine: Engine) -> None:
-    """Create the tables and add missing columns; a second process doing the same at once may win."""
+_CREATE_RACE = re.compile(r"already exists|duplicate (column|key)")
+
+
+def create_tables(metadata: MetaData, engine: Engine, what: str, then: Any = None) -> None:
+    """Create ``metadata``'s missing tables (then run ``then(engine)``); a second process doing the
+    same at once may win the race, which the second try sees. StorageError names ``what``."""
     for attempt in (1, 2):
         try:
-            RegistryBase.metadata.create_all(engine)
-            _add_missing_columns(engine)
+            metadata.create_all(engine)
+            if then is not None:
+                then(engine)
             return
-        except OperationalError as exc:
-            if attempt == 2 or not re.search(r"already exists|duplicate column", str(exc.orig)):
-                raise StorageError(f"cannot create the knowledge registry: {exc.orig}") from exc
+        except SQLAlchemyError as exc:
+            if attempt == 2 or not _CREATE_RACE.search(str(getattr(exc, "orig", exc))):
+                raise StorageError(f"cannot create {what}: {getattr(exc, 'orig', exc)}") from exc
+
+
+def _create_schema(engine: Engine) -> None:
+    create_tables(RegistryBase.metadata, engine, "the knowledge registry", then=_add_missing_columns)
 
 
 def _add_missing_columns(engine: Engine) -> None:

@@ -10,13 +10,13 @@ and the embedding model are usable) and ``/metrics`` (Prometheus text format); t
 # No ``from __future__ import annotations``: FastAPI reads the annotations of the routes.
 
 import logging
-import time
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 
 from mx_rag.errors import ParameterError
 from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.urls import chat_url
 from mx_rag.server import metrics
 from mx_rag.server.answers import Answerer
 from mx_rag.server.auth import Authenticator
@@ -40,15 +40,7 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
     app = FastAPI(title="mx_rag", version="1", docs_url=None, redoc_url=None)
     app.state.service, app.state.auth = service, auth
     install_error_handling(app, settings.max_body_mb * MB)
-
-    @app.middleware("http")
-    async def _count(request: Request, call_next: Any) -> Response:
-        started = time.perf_counter()
-        response: Response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.observe_request(getattr(route, "path", "unmatched"), request.method, response.status_code,
-                                time.perf_counter() - started)
-        return response
+    app.add_middleware(metrics.RequestMetrics)  # outermost: it also counts the 413s of the body limit
 
     app.include_router(openai_router(Answerer(service, llm), auth.principal))
     app.include_router(kb_router(service, auth.principal))
@@ -89,12 +81,6 @@ def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM,
         logger.info("the mcp package is not installed: no /mcp endpoint")
     else:
         mount_mcp(app, service, llm, auth)
-
-
-def chat_url(url: str) -> str:
-    """An OpenAI-compatible chat URL from a base URL (``.../v1``) or the full one."""
-    url = url.rstrip("/")
-    return url if url.endswith("/chat/completions") else url + "/chat/completions"
 
 
 def server_llm(settings: ServerSettings, url: str) -> Text2TextLLM:

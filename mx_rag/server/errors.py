@@ -11,16 +11,16 @@ key without the right, 404 unknown knowledge base or document, 409 a name anothe
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mx_rag.errors import KnowledgeError, MxRagError, ParameterError, RemoteError
 
-__all__ = ["ApiError", "error_response", "install_error_handling"]
+__all__ = ["ApiError", "BodyLimit", "error_response", "install_error_handling"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +57,30 @@ def _status_of(exc: MxRagError) -> tuple[int, str]:
     return 500, "internal_error"
 
 
-def install_error_handling(app: FastAPI, max_body_bytes: int) -> None:
-    """Refuse bodies over ``max_body_bytes`` (by ``Content-Length``; multipart uploads are limited
-    per file as they stream) and turn every error into the JSON shape above."""
+class BodyLimit:
+    """ASGI middleware refusing a declared ``Content-Length`` over ``max_body_bytes`` with a 413
+    (multipart uploads are limited per file as they stream). Plain ASGI: no task or queue per
+    request, as ``@app.middleware("http")`` would cost."""
 
-    @app.middleware("http")
-    async def _limit_body(request: Request, call_next: Any) -> Response:
-        declared = request.headers.get("content-length", "")
-        multipart = request.headers.get("content-type", "").startswith("multipart/")
-        if not multipart and declared.isdigit() and int(declared) > max_body_bytes:
-            return error_response(413, "body_too_large", f"request body over {max_body_bytes} bytes")
-        response: Response = await call_next(request)
-        return response
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app, self.max_body_bytes = app, max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            declared = headers.get(b"content-length", b"")
+            multipart = headers.get(b"content-type", b"").startswith(b"multipart/")
+            if not multipart and declared.isdigit() and int(declared) > self.max_body_bytes:
+                response = error_response(413, "body_too_large", f"request body over {self.max_body_bytes} bytes")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def install_error_handling(app: FastAPI, max_body_bytes: int) -> None:
+    """Refuse bodies over ``max_body_bytes`` (``BodyLimit``) and turn every error into the JSON
+    shape above."""
+    app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

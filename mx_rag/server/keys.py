@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from mx_rag.errors import KnowledgeError, StorageError
-from mx_rag.knowledge.store import check_user_id
+from mx_rag.knowledge.store import check_user_id, create_tables
 from mx_rag.utils.checks import check_bool, check_str
 
 __all__ = ["ApiKey", "KeyStore", "Principal"]
@@ -77,13 +77,7 @@ class KeyStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        for attempt in (1, 2):  # two workers creating the table at once: the second try finds it
-            try:
-                _Base.metadata.create_all(engine)
-                break
-            except SQLAlchemyError as exc:
-                if attempt == 2:
-                    raise StorageError(f"cannot create the api_keys table: {exc}") from exc
+        create_tables(_Base.metadata, engine, "the api_keys table")
 
     def create(self, user_id: str, *, admin: bool = False, name: str = "") -> str:
         """Create a key for ``user_id`` and return it (the only time it is seen in clear)."""

@@ -4,9 +4,12 @@ reports its own, so scrape each worker or sum them)."""
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+import time
 
-__all__ = ["count_ingested", "count_tokens", "exposition", "observe_request"]
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["RequestMetrics", "count_ingested", "count_tokens", "exposition", "observe_request"]
 
 REGISTRY = CollectorRegistry()
 _REQUESTS = Counter("mxrag_requests", "HTTP requests answered", ["route", "method", "status"], registry=REGISTRY)
@@ -21,6 +24,33 @@ _FILES = Counter("mxrag_ingested_files", "Uploaded files ingested, by result", [
 def observe_request(route: str, method: str, status: int, seconds: float) -> None:
     _REQUESTS.labels(route, method, str(status)).inc()
     _LATENCY.labels(route).observe(seconds)
+
+
+class RequestMetrics:
+    """ASGI middleware counting each HTTP request by route, method and status, with its latency
+    to the last byte handed over (plain ASGI: nothing is spawned per request)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            observe_request(getattr(route, "path", "unmatched"), scope["method"], status,
+                            time.perf_counter() - started)
 
 
 def count_tokens(prompt: int, completion: int) -> None:

@@ -36,13 +36,13 @@ from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, sqlite_engine
+from mx_rag.knowledge.store import KnowledgeStore, create_tables
 from mx_rag.server import metrics
 from mx_rag.server.keys import KeyStore, Principal
 from mx_rag.server.settings import ServerSettings
 from mx_rag.utils.common import MB
 
-__all__ = ["KBNAME_PATTERN", "IngestJob", "KnowledgeService", "check_kb_name"]
+__all__ = ["KBNAME_PATTERN", "IngestJob", "KnowledgeService", "check_kb_name", "embedding_id", "open_registry"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is
 _FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
 GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
 LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
+DEFAULT_EMBEDDING = "all-MiniLM-L6-v2"  # TextEmbedding's model when none is named
 
 
 class _Base(DeclarativeBase):
@@ -107,10 +108,10 @@ class KnowledgeService:
         self.uploads.mkdir(parents=True, exist_ok=True)
         self.graphs = self.root / "graphs"
         self.llm = llm
-        self.registry = KnowledgeStore(db_path=str(self.root / "sql.db"))
-        self._engine: Engine = sqlite_engine(self.root / "sql.db")
-        _Base.metadata.create_all(self._engine)
+        self.registry = open_registry(settings)
+        self._engine: Engine = self.registry.engine
         self.keys = KeyStore(self._engine)
+        create_tables(_Base.metadata, self._engine, "the ingest_jobs table")
         self.embedding = TextEmbedding(settings.embedding.model)
         self.chunks = self._chunk_store()
         self.vectors = self._vector_store()
@@ -196,6 +197,8 @@ class KnowledgeService:
         with self._open_lock:
             kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
                              knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
+            self.registry.check_embedding(name, who.user_id, embedding_id(self.settings.embedding.model),
+                                          self.embedding.dimension)
             self._open[key] = kb
             return kb
 
@@ -388,6 +391,25 @@ class KnowledgeService:
 
     def local_principal(self) -> Principal:
         return Principal(LOCAL_USER, admin=True)
+
+
+def embedding_id(model: str | None) -> str:
+    """How a knowledge base records its embedding model: the built-in name, or the model folder's
+    name (the same model may sit in another folder on another machine)."""
+    if model is None:
+        return DEFAULT_EMBEDDING
+    return Path(model).name if Path(model).is_dir() else model
+
+
+def open_registry(settings: ServerSettings) -> KnowledgeStore:
+    """The registry of ``settings``: ``[stores] registry_url``, else ``sql.db`` in the data folder.
+    The server's API keys and upload jobs live in the same database."""
+    url = settings.stores.registry_url
+    if url is not None:
+        return KnowledgeStore(url=url.get_secret_value())
+    root = settings.data_dir.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return KnowledgeStore(db_path=str(root / "sql.db"))
 
 
 def check_kb_name(name: Any) -> str:

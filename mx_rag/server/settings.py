@@ -63,8 +63,11 @@ class EmbeddingSettings(_Section):
 
 
 class StoreSettings(_Section):
-    postgres_url: SecretStr | None = Field(
-        default=None, description="chunks in PostgreSQL instead of SQLite (the registry stays in data_dir)"
+    postgres_url: SecretStr | None = Field(default=None, description="chunks in PostgreSQL instead of SQLite")
+    registry_url: SecretStr | None = Field(
+        default=None,
+        description="knowledge bases, API keys and upload jobs in PostgreSQL instead of data_dir's sql.db "
+        "(servers on several machines share it; usually the same URL as postgres_url)",
     )
     milvus_url: str | None = Field(default=None, description="vectors in Milvus instead of FAISS")
     milvus_token: SecretStr | None = Field(default=None, description="Milvus credentials (user:password or a token)")

@@ -93,3 +93,19 @@ def test_bare_file_name_and_shared_file_with_chunk_store(tmp_path: Path, monkeyp
     tables = set(inspect(create_engine(f"sqlite:///{tmp_path / 'sql.db'}")).get_table_names())
     assert {"knowledge_table", "document_table", "chunks_table"} <= tables
     assert oct(os.stat(tmp_path / "sql.db").st_mode & 0o777) == oct(0o600)
+
+
+def test_a_knowledge_base_keeps_the_embedding_model_that_built_it(store: KnowledgeStore, tmp_path: Path) -> None:
+    store.add_knowledge("kb", "Default", "admin")
+    store.check_embedding("kb", "Default", "all-MiniLM-L6-v2", 384)  # recorded on first use
+    store.check_embedding("kb", "Default", "all-MiniLM-L6-v2", 384)
+    reopened = KnowledgeStore(db_path=str(tmp_path / "kb.db"))  # another process later
+    with pytest.raises(KnowledgeError, match=r"built with the embedding model 'all-MiniLM-L6-v2' \(384 dim.*'e5'"):
+        reopened.check_embedding("kb", "Default", "e5", 384)
+    with pytest.raises(KnowledgeError, match="does not exist"):
+        store.check_embedding("nope", "Default", "e5", 384)
+    with pytest.raises(ParameterError, match="dimension"):
+        store.check_embedding("kb", "Default", "e5", 0)
+    store.delete_usr_id_from_knowledge("kb", "Default", "admin", force=True)  # gone with its record
+    store.add_knowledge("kb", "Default", "admin")
+    store.check_embedding("kb", "Default", "e5", 768)

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Scale-out: several ``mxrag serve`` processes over one PostgreSQL (chunks) and one Milvus (vectors).
+"""Scale-out: several ``mxrag serve`` processes over one PostgreSQL (registry, API keys, jobs,
+chunks) and one Milvus (vectors), each with a data folder of its own, as on separate machines.
 
 Real servers on 127.0.0.1: a Milvus 2.3.5 standalone (``milvus_server``), the PostgreSQL of
 ``make test`` (a fresh schema per test), the scripted LLM (it echoes the prompt, so an answer
 shows the passages retrieved), and ``python -m mx_rag.cli serve`` processes configured through
-``MXRAG_STORES__*`` the way machines behind a load balancer would be. The registry of knowledge
-bases, the ingest jobs and the API keys are still SQLite in the data folder, so the servers
-share one data folder (as on one machine). A document uploaded through one server must be found
-through another.
+``MXRAG_STORES__*`` the way machines behind a load balancer would be. An API key made with
+``mxrag keys create`` on one "machine" works on every server; a knowledge base created and a
+document uploaded through one server must be found through another, and the upload job's
+progress read from any of them.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ MAPS = ("maps.txt", b"The old harbour maps of the Quillon archive are stored in 
 class Shared:
     """What every server of a test is configured with."""
 
-    data_dir: Path
+    data_dir: Path  # the parent of each "machine"'s own data folder
     postgres_url: str
     milvus_uri: str
     collection: str
@@ -64,6 +65,7 @@ class Shared:
         env.update({
             "PYTHONUNBUFFERED": "1",
             "MXRAG_STORES__POSTGRES_URL": self.postgres_url,
+            "MXRAG_STORES__REGISTRY_URL": self.postgres_url,
             "MXRAG_STORES__MILVUS_URL": self.milvus_uri,
             "MXRAG_STORES__MILVUS_COLLECTION": self.collection,
         })
@@ -73,8 +75,8 @@ class Shared:
 class Serve:
     """One ``mxrag serve`` process; ``url`` once it is ready."""
 
-    def __init__(self, shared: Shared, workers: int, log: Path) -> None:
-        command = [*MXRAG, "serve", "--data-dir", str(shared.data_dir), "--port", "0",
+    def __init__(self, shared: Shared, workers: int, log: Path, machine: int) -> None:
+        command = [*MXRAG, "serve", "--data-dir", str(shared.data_dir / f"machine{machine}"), "--port", "0",
                    "--workers", str(workers), "--llm-url", shared.llm_url]
         self.log = log
         with log.open("w") as stderr:
@@ -142,15 +144,32 @@ def serving(stack: ExitStack, shared: Shared, *workers: int) -> list[str]:
     return their URLs once every one is ready."""
     serves = []
     for n, count in enumerate(workers):
-        serve = Serve(shared, count, shared.data_dir.parent / f"serve{n}.stderr")
+        serve = Serve(shared, count, shared.data_dir.parent / f"serve{n}.stderr", n)
         stack.callback(serve.stop)
         serves.append(serve)
     return [serve.wait_ready() for serve in serves]
 
 
+def create_key(shared: Shared, machine: int) -> str:
+    """``mxrag keys create`` on one machine: the key lands in the shared registry."""
+    done = subprocess.run([*MXRAG, "keys", "create", "alice01", "--admin", "--data-dir",
+                           str(shared.data_dir / f"machine{machine}")], capture_output=True, text=True,
+                          env=shared.env(), timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+_keys: list[str] = []  # the key of the running test, sent by every client below
+
+
+def client(url: str) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {_keys[-1]}"} if _keys else {}
+    return httpx.Client(base_url=url, timeout=TIMEOUT, headers=headers)
+
+
 def create_and_upload(url: str, kb: str | None, document: tuple[str, bytes]) -> dict[str, Any]:
     """Create ``kb`` (when given) and upload ``document`` through the server at ``url``."""
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
+    with client(url) as http:
         if kb is not None:
             created = http.post("/v1/knowledge-bases", json={"name": kb})
             assert created.status_code == 201, created.text
@@ -163,7 +182,7 @@ def create_and_upload(url: str, kb: str | None, document: tuple[str, bytes]) -> 
 def wait_job(url: str, job: dict[str, Any]) -> dict[str, Any]:
     """Poll the job at ``url`` (any server: jobs live in the shared registry) until it ends."""
     deadline = time.monotonic() + JOB_WAIT_S
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
+    with client(url) as http:
         while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
             time.sleep(0.2)
             response = http.get(f"/v1/knowledge-bases/{KB}/jobs/{job['id']}")
@@ -173,7 +192,7 @@ def wait_job(url: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def retrieved(url: str, query: str) -> list[str]:
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:  # a new connection per call
+    with client(url) as http:  # a new connection per call
         response = http.post(f"/v1/knowledge-bases/{KB}/retrieve", json={"query": query, "top_k": 3})
         assert response.status_code == 200, response.text
         documents: list[str] = response.json()["documents"]
@@ -181,7 +200,7 @@ def retrieved(url: str, query: str) -> list[str]:
 
 
 def embedded(url: str, text: str) -> list[float]:
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
+    with client(url) as http:
         response = http.post("/v1/embeddings", json={"input": [text]})
         assert response.status_code == 200, response.text
         vector: list[float] = response.json()["data"][0]["embedding"]
@@ -189,7 +208,7 @@ def embedded(url: str, text: str) -> list[float]:
 
 
 def answer(url: str, question: str) -> dict[str, Any]:
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as http:
+    with client(url) as http:
         response = http.post("/v1/chat/completions", json={
             "model": KB, "messages": [{"role": "user", "content": question}]})
         assert response.status_code == 200, response.text
@@ -223,10 +242,14 @@ def found_everywhere(urls: list[str], query: str, passage: str) -> None:
 
 @pytest.mark.slow
 def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
-    """Two ``mxrag serve --workers 1`` (two machines) and one ``mxrag serve --workers 2``."""
+    """Two ``mxrag serve --workers 1`` and one ``mxrag serve --workers 2``, three "machines"."""
+    _keys.append(create_key(shared, 0))
     with ExitStack() as stack:
+        stack.callback(_keys.clear)
         first, second, pair = serving(stack, shared, 1, 1, 2)
         assert len({first, second, pair}) == 3
+        for url in (first, second, pair):  # the key made on machine 0 is needed, and works, on each
+            assert httpx.get(url + "/v1/models", timeout=TIMEOUT).status_code == 401
 
         with ThreadPoolExecutor(6) as pool:  # the upload, while every process loads its embedding model
             upload = pool.submit(create_and_upload, first, KB, SEEDS)
@@ -237,7 +260,7 @@ def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
 
         job = wait_job(second, upload.result())  # uploaded to one, seen on the other
         assert job["status"] == "done" and job["results"] == {"seeds.txt": "stored"}, job
-        with httpx.Client(base_url=second, timeout=TIMEOUT) as http:
+        with client(second) as http:
             described = http.get(f"/v1/knowledge-bases/{KB}").json()
         assert [d["name"] for d in described["documents"]] == ["seeds.txt"] and described["chunks"] >= 1
         # four requests at once to the two-worker server, so that both of its workers answer some
@@ -257,7 +280,8 @@ def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
 
         vectors, chunks = stored_counts(shared)
         assert vectors == chunks >= 2  # the vectors are in Milvus, the chunks in PostgreSQL
-        assert not (shared.data_dir / "faiss.index").exists()
+        for machine in range(3):  # nothing of the stores in any machine's folder
+            assert not {"faiss.index", "sql.db"} & {p.name for p in (shared.data_dir / f"machine{machine}").iterdir()}
 
 
 def test_milvusdb_on_a_milvus_2_3_server(milvus_server: MilvusServer) -> None:
