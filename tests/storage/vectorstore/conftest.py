@@ -1,20 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Backends for the vector-store conformance suite, and random unit vectors."""
+"""Backends for the vector-store conformance suite (``mx_rag.testing.vector_store``)."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from mx_rag.storage.vectorstore import MilvusDB, MindFAISS, VectorStore
+from mx_rag.testing.vector_store import DIM, StoreFactory, unit_vectors
 
-DIM = 32
-StoreFactory = Callable[[], VectorStore]
+__all__ = ["BACKENDS", "DIM", "FAISS_BACKENDS", "StoreFactory", "unit_vectors"]
 
 # (id, constructor kwargs, exact?) — exact backends must match brute force on the full top k
 FAISS_BACKENDS = {
@@ -30,12 +29,6 @@ FAISS_BACKENDS = {
 }
 BACKENDS = [*FAISS_BACKENDS, "milvus-lite"]
 _names = itertools.count()
-
-
-def unit_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    vectors = rng.standard_normal((n, dim)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 @pytest.fixture(scope="session")
@@ -66,8 +59,3 @@ def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
         return MindFAISS(x_dim=DIM, devs=[0], load_local_index=tmp_path / f"{next(_names)}.index", **kwargs)
 
     return factory
-
-
-@pytest.fixture
-def exact(backend: str) -> bool:
-    return backend == "milvus-lite" or FAISS_BACKENDS[backend][1]

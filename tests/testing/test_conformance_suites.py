@@ -1,0 +1,36 @@
+"""The conformance suites shipped in ``mx_rag.testing``, as a third-party backend would use them.
+
+The vector-store and document-store suites run on our backends in tests/storage/; the graph-store
+suite runs here on ``NetworkxGraphStore`` (tests/graphrag/ still runs its own copy).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mx_rag.testing
+from mx_rag.graphrag.networkx_store import NetworkxGraphStore
+from mx_rag.testing.graph_store import GraphStoreConformance, StoreFactory
+
+
+class TestNetworkxStoreThroughThePackagedSuite(GraphStoreConformance):
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> StoreFactory:
+        return lambda name="main": NetworkxGraphStore(tmp_path / f"{name}.json")
+
+
+def test_the_suites_are_exported_and_loaded_lazily() -> None:
+    code = (
+        "import sys, mx_rag.testing as t\n"
+        "assert 'pytest' not in sys.modules, 'importing mx_rag.testing imported pytest'\n"
+        "names = [t.VectorStoreConformance, t.DocstoreConformance, t.GraphStoreConformance]\n"
+        "print(' '.join(n.__module__ for n in names))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["mx_rag.testing.vector_store", "mx_rag.testing.document_store",
+                                  "mx_rag.testing.graph_store"]
+    assert set(mx_rag.testing.__all__) >= {"VectorStoreConformance", "DocstoreConformance", "GraphStoreConformance"}
