@@ -1,44 +1,169 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``mxrag kb``: look after the local knowledge base of ``mxrag ingest`` and ``mxrag ask``."""
+"""``mxrag kb``: create, list, show, delete and repair the knowledge bases of a data folder.
+
+::
+
+    mxrag kb create handbook [--graph]
+    mxrag kb list
+    mxrag kb show handbook [--json]
+    mxrag kb delete handbook --yes
+    mxrag kb repair [--kb handbook] [--check]
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+import json
+import sys
+from typing import Annotated, Any
 
 import typer
 
-from mx_rag.cli.rag import EmbeddingOption, WorkdirOption
+from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, JsonOption
 
-app = typer.Typer(help="Look after the local knowledge base (the --workdir of ingest and ask).", no_args_is_help=True)
+app = typer.Typer(help="Create, list, show, delete and repair knowledge bases (in --data-dir, default .mxrag).",
+                  no_args_is_help=True)
+
+NameArgument = Annotated[str, typer.Argument(help="The knowledge base: 1 to 64 of [A-Za-z0-9_.-].",
+                                             show_default=False)]
+
+
+@app.command()
+def create(
+    name: NameArgument,
+    graph: Annotated[bool, typer.Option("--graph", help="Also keep a knowledge graph (for --chain graph).")] = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Create an empty knowledge base (exit code 1 if it exists)."""
+    from mx_rag.cli.runtime import guard, opened
+    from mx_rag.errors import KnowledgeError
+
+    with guard(), opened(config, data_dir) as here:
+        if name in here.service.names(here.who):
+            raise KnowledgeError(f"knowledge base {name!r} already exists in {here.settings.data_dir}")
+        here.service.create(here.who, name, graph=graph)
+    typer.echo(f"created knowledge base {name!r}{' with a knowledge graph' if graph else ''}")
+
+
+@app.command("list")
+def list_(as_json: JsonOption = False, config: ConfigOption = None, data_dir: DataDirOption = None) -> None:
+    """List the knowledge bases with their document and chunk counts."""
+    from mx_rag.cli.runtime import guard, opened
+
+    with guard(), opened(config, data_dir) as here:
+        described = [here.service.describe(here.who, name) for name in sorted(here.service.names(here.who))]
+    rows = [{"name": d["name"], "documents": len(d["documents"]), "chunks": d["chunks"], "graph": d.get("graph", False)}
+            for d in described]
+    if as_json:
+        typer.echo(json.dumps(rows))
+        return
+    if not rows:
+        typer.echo("no knowledge bases yet: `mxrag ingest PATH --kb NAME` makes one", err=True)
+    for row in rows:
+        typer.echo(f"{row['name']}\t{row['documents']} documents\t{row['chunks']} chunks"
+                   + ("\tgraph" if row["graph"] else ""))
+
+
+@app.command()
+def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption = None,
+         data_dir: DataDirOption = None) -> None:
+    """Show the documents of a knowledge base: id, chunks, size and file."""
+    from mx_rag.cli.answering import shown_path
+    from mx_rag.cli.runtime import guard, opened
+
+    with guard(), opened(config, data_dir) as here:
+        here.require(name)
+        described = here.service.describe(here.who, name)
+        paths = {row.document_id: row.document_file_path for row in here.service.open(here.who, name)
+                 .get_all_documents()}
+        if described.get("graph"):
+            described["graph_nodes"] = int(here.service.graph(here.who, name).graph.count_nodes())
+    for doc in described["documents"]:
+        doc["path"] = shown_path(paths.get(doc["id"], doc["name"]))
+    if as_json:
+        typer.echo(json.dumps(described))
+        return
+    graph = f", graph of {described['graph_nodes']} entities" if described.get("graph") else ""
+    typer.echo(f"{name}: {len(described['documents'])} documents, {described['chunks']} chunks{graph}")
+    for doc in described["documents"]:
+        size = "gone" if doc["bytes"] is None else _size(doc["bytes"])
+        typer.echo(f"  {doc['id']:>5}  {doc['chunks']:>5} chunks  {size:>9}  {doc['path']}")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+@app.command()
+def delete(
+    name: NameArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Delete a knowledge base: its documents' chunks and vectors, its graph, its uploaded copies.
+
+    Files ingested from your folders stay where they are.
+    """
+    from mx_rag.cli.runtime import guard, opened
+
+    with guard(), opened(config, data_dir) as here:
+        here.require(name)
+        count = len(here.service.describe(here.who, name)["documents"])
+        if not yes:
+            if not sys.stdin.isatty():
+                typer.echo(f"error: deleting {name!r} ({count} documents) needs --yes when stdin is not a terminal",
+                           err=True)
+                raise typer.Exit(2)
+            typer.confirm(f"Delete knowledge base {name!r} and its {count} documents?", abort=True, err=True)
+        here.service.delete(here.who, name)
+    typer.echo(f"deleted knowledge base {name!r} ({count} documents)")
 
 
 @app.command()
 def repair(
-    workdir: WorkdirOption = Path(".mxrag"),
-    embedding: EmbeddingOption = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Only this knowledge base (default: all).")] = None,
     check_only: Annotated[bool, typer.Option("--check", help="Only report; change nothing.")] = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    embedding: EmbeddingOption = None,
 ) -> None:
     """Finish what a crash interrupted and remove documents whose vectors were lost.
 
-    Those documents can then be ingested again. Prints what the stores hold afterwards.
+    Those documents can then be ingested again. Prints what the stores hold afterwards; exit code
+    1 when they do not agree.
     """
-    from mx_rag.errors import MxRagError
-    from mx_rag.knowledge.local import LocalKnowledge
+    from mx_rag.cli.runtime import guard, opened, settings_of
+    from mx_rag.errors import KnowledgeError
 
-    if not (workdir / "sql.db").exists():
-        typer.echo(f"error: {workdir} holds no knowledge base (no sql.db)", err=True)
+    with guard():
+        settings = settings_of(config, data_dir, embedding)
+        if settings.stores.registry_url is None and not (settings.data_dir / "sql.db").exists():
+            raise KnowledgeError(f"{settings.data_dir} holds no knowledge base (no sql.db)")
+        with opened(config, data_dir, embedding, settings=settings) as here:
+            names = [kb] if kb else sorted(here.service.names(here.who))
+            if kb:
+                here.require(kb)
+            consistent = all([_repair(here, name, check_only) for name in names])
+    if not consistent:
         raise typer.Exit(1)
-    try:
-        kb = LocalKnowledge.open(workdir, white_paths=[workdir], embedding_model=embedding,
-                                 drop_incomplete=not check_only).knowledge
-        report = kb.check()
-    except MxRagError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-    typer.echo(f"repaired {len(kb.repaired_on_open)} document(s): {kb.repaired_on_open}" if kb.repaired_on_open
-               else "nothing to repair")
-    typer.echo(f"{report.documents} documents, {report.chunks} chunks, {report.vectors} vectors: "
+
+
+def _repair(here: Any, name: str, check_only: bool) -> bool:
+    from mx_rag.knowledge.knowledge import KnowledgeDB
+
+    service = here.service
+    kb = KnowledgeDB(knowledge_store=service.registry, chunk_store=service.chunks, vector_store=service.vectors,
+                     knowledge_name=name, white_paths=[str(service.uploads)], user_id=here.who.user_id,
+                     drop_incomplete=not check_only)
+    report = kb.check()
+    prefix = f"{name}: "
+    typer.echo(prefix + (f"repaired {len(kb.repaired_on_open)} document(s): {kb.repaired_on_open}"
+                         if kb.repaired_on_open else "nothing to repair"))
+    typer.echo(prefix + f"{report.documents} documents, {report.chunks} chunks, {report.vectors} vectors: "
                + ("consistent" if report.ok else f"NOT consistent: {report}"))
-    if not report.ok:
-        raise typer.Exit(1)
+    return bool(report.ok)

@@ -33,8 +33,18 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and the libraries' log messages (or MXRAG_DEBUG=1).")
+    ] = False,
 ) -> None:
-    """mx_rag: a hardware-agnostic RAG SDK."""
+    """mx_rag: a hardware-agnostic RAG SDK.
+
+    Exit codes: 0 done, 1 a user or remote error (one line on stderr), 2 a usage error, 130 interrupted.
+    """
+    if debug:
+        from mx_rag.cli.runtime import set_debug
+
+        set_debug(True)
 
 
 def _register_rag_commands() -> None:
@@ -45,6 +55,8 @@ def _register_rag_commands() -> None:
 
     app.command()(rag.ingest)
     app.command()(rag.ask)
+    app.command()(rag.chat)
+    app.command()(rag.search)
     from mx_rag.cli import serve
 
     app.command("serve-retrieval")(serve.serve_retrieval)
@@ -54,6 +66,9 @@ def _register_rag_commands() -> None:
     from mx_rag.cli import kb
 
     app.add_typer(kb.app, name="kb")
+    from mx_rag.cli import graph_cmd
+
+    app.add_typer(graph_cmd.app, name="graph")
     from mx_rag.cli import server_cmds
 
     app.command()(server_cmds.serve)

@@ -1,120 +1,210 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``mxrag ingest`` and ``mxrag ask``: a local knowledge base and questions over it."""
+"""``mxrag ingest``, ``ask``, ``chat`` and ``search``: documents in, answers and chunks out.
+
+::
+
+    mxrag ingest docs/ --kb handbook         # new and changed files; --prune drops deleted ones
+    mxrag ask "How do I install it?" --kb handbook --chain hybrid
+    mxrag ask "How do I install it?" --docs docs/   # ingest into "default", then answer
+    mxrag chat --kb handbook
+    mxrag search "install" --kb handbook     # the chunks only, no LLM
+
+The knowledge bases live in the data folder (``--data-dir``, default ``.mxrag``), the one
+``mxrag serve`` serves.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from mx_rag.cli.answering import Chain
+from mx_rag.cli.runtime import (
+    ConfigOption,
+    DataDirOption,
+    EmbeddingOption,
+    JsonOption,
+    LLMModelOption,
+    LLMUrlOption,
+)
+
+__all__ = ["ask", "chat", "ingest", "search"]
+
 WorkdirOption = Annotated[Path, typer.Option("--workdir", help="Folder holding the knowledge base.")]
-EmbeddingOption = Annotated[
-    str | None, typer.Option("--embedding", help="Embedding model path or built-in name (all-MiniLM-L6-v2).")
+
+DEFAULT_KB = "default"
+KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
+ChainOption = Annotated[Chain | None, typer.Option("--chain", help="How to answer (default: chain.type, single).")]
+KOption = Annotated[int | None, typer.Option("--k", min=1, max=100, help="Chunks given to the LLM (default chain.k).")]
+MaxTokensOption = Annotated[
+    int | None, typer.Option("--max-tokens", min=1, help="Longest answer, in tokens (default llm.max_tokens).")
 ]
+TemperatureOption = Annotated[
+    float | None, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature (default 0).")
+]
+StreamOption = Annotated[bool, typer.Option("--stream", help="Print the answer as it is written.")]
 
 
-def _files(paths: list[Path]) -> list[Path]:
-    """Files named directly, and every file under named folders (recursively, hidden ones skipped)."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.parts))
-        else:
-            found.append(path)
-    return found
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively, hidden entries left out).",
+                                                show_default=False)],
+    kb: KbOption = DEFAULT_KB,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Also remove the documents under PATHS whose files are gone (a named path that no longer "
+                        "exists removes its documents). Documents from elsewhere stay.")] = False,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="Parse files that failed before even if they have not changed.")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    embedding: EmbeddingOption = None,
+) -> None:
+    """Add new files and update changed ones in a knowledge base (made if missing); unchanged files
+    cost nothing.
+
+    Shows a progress bar on a terminal, one line per file otherwise, then a summary. Each batch is
+    committed as it is stored: Ctrl-C keeps what was stored (a second Ctrl-C stops at once).
+    Exit code 0: every file stored or unchanged; 1: a file or path failed (each is named with its
+    reason; the others are stored); 130: interrupted.
+    """
+    from mx_rag.cli.ingesting import ingest_paths
+    from mx_rag.cli.progress import reporter
+    from mx_rag.cli.runtime import guard, opened
+
+    with guard(), opened(config, data_dir, embedding) as here:
+        report = reporter()
+        try:
+            outcome = ingest_paths(here, kb, paths, report, prune=prune, retry_failed=retry_failed)
+        finally:
+            report.close()
+    report.echo(outcome.summary(report.elapsed))
+    if outcome.signal is not None:
+        report.echo(outcome.kept())
+    if as_json:
+        typer.echo(json.dumps(outcome.as_dict(), ensure_ascii=False))
+    raise typer.Exit(outcome.exit_code)
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    kb: KbOption = DEFAULT_KB,
+    docs: Annotated[list[Path] | None, typer.Option(
+        "--docs", help="Files or folders to ingest into --kb first (new and changed files only).")] = None,
+    chain: ChainOption = None,
+    k: KOption = None,
+    stream: StreamOption = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print {answer, sources, …} as JSON (with --stream: one JSON object per line).")] = False,
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = None,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    embedding: EmbeddingOption = None,
+) -> None:
+    """Answer QUESTION from a knowledge base and print the sources it used.
+
+    With --docs, those files are ingested into the knowledge base first (it is made if missing).
+    Without --llm-url or llm.url, the embedded LLM is started for the question.
+    """
+    from mx_rag.cli.answering import Asking
+    from mx_rag.cli.ingesting import ingest_paths
+    from mx_rag.cli.progress import reporter
+    from mx_rag.cli.runtime import guard, opened, running_llm
+
+    with guard(), opened(config, data_dir, embedding) as here:
+        if docs:
+            report = reporter()
+            try:
+                outcome = ingest_paths(here, kb, list(docs), report)
+            finally:
+                report.close()
+            report.echo(outcome.summary(report.elapsed))
+            if outcome.signal is not None:
+                report.echo(outcome.kept())
+                raise typer.Exit(outcome.exit_code)
+        here.require(kb)
+        with running_llm(here.settings, llm_url, llm_model) as llm:
+            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
+                            temperature)
+            asking.ask(question, stream=stream, as_json=as_json)
+
+
+def chat(
+    kb: KbOption = DEFAULT_KB,
+    chain: ChainOption = None,
+    k: KOption = None,
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print answers as they are written.")] = True,
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = None,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    embedding: EmbeddingOption = None,
+) -> None:
+    """Talk with a knowledge base: each question goes with the conversation so far.
+
+    Ctrl-C stops an answer; Ctrl-D, /exit or Ctrl-C at the prompt ends; /clear forgets the
+    conversation. Questions are read from stdin, so `mxrag chat < questions.txt` works too.
+    """
+    from mx_rag.cli.answering import Asking, chat_loop
+    from mx_rag.cli.runtime import guard, opened, running_llm
+
+    with guard(), opened(config, data_dir, embedding) as here:
+        here.require(kb)
+        with running_llm(here.settings, llm_url, llm_model) as llm:
+            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
+                            temperature)
+            chat_loop(asking, stream)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
+    kb: KbOption = DEFAULT_KB,
+    k: Annotated[int, typer.Option("--k", min=1, max=100, help="Chunks to return.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of {text, path, page, score}.")] = False,
+    config: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    embedding: EmbeddingOption = None,
+) -> None:
+    """Print the chunks of a knowledge base nearest to QUERY, with their files and scores (no LLM)."""
+    from mx_rag.cli.answering import print_chunks
+    from mx_rag.cli.runtime import guard, opened
+
+    with guard(), opened(config, data_dir, embedding) as here:
+        here.require(kb)
+        docs = here.service.retriever(here.who, kb, k=k).invoke(query)
+        print_chunks(docs, as_json)
+
+
+# -- the LocalKnowledge of ``mxrag serve-retrieval`` (cli/serve.py) ---------------------------------
 
 
 def _open(workdir: Path, roots: list[Path], embedding: str | None) -> Any:
-    from transformers.utils import logging as hf_logging
-
+    """The knowledge base "default" in ``workdir`` through ``LocalKnowledge``, reading ``roots``."""
+    from mx_rag.cli.runtime import quiet_logging
     from mx_rag.knowledge.local import LocalKnowledge
 
-    hf_logging.disable_progress_bar()  # a command-line tool: keep the output to the answer
-
+    quiet_logging()
     allowed = sorted({(p if p.is_dir() else p.parent).resolve() for p in roots})
     return LocalKnowledge.open(workdir, white_paths=allowed, embedding_model=embedding)
 
 
-def _supported(kb: Any, files: list[Path]) -> list[Path]:
-    suffixes = {s.lower() for s in kb.loader_mng.loaders}
-    return [f for f in files if f.suffix.lower() in suffixes]
-
-
 def _sync(kb: Any, paths: list[Path]) -> None:
-    files = _supported(kb, _files(paths))
-    report = kb.sync(files)
+    """Ingest the supported files under ``paths``; one line on stderr per failed or missing path."""
+    from mx_rag.cli.files import find_files
+
+    found = find_files(paths, {s.lower() for s in kb.loader_mng.loaders})
+    report = kb.sync(found.files)
     typer.echo(
         f"knowledge base: {len(report.added)} added, {len(report.replaced)} updated, "
-        f"{len(report.unchanged)} unchanged, {len(report.failed)} failed",
+        f"{len(report.unchanged)} unchanged, {len(report.failed) + len(found.failed)} failed",
         err=True,
     )
-    for path in report.failed:
-        typer.echo(f"  failed: {path}", err=True)
-
-
-def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to add.")],
-    workdir: WorkdirOption = Path(".mxrag"),
-    embedding: EmbeddingOption = None,
-) -> None:
-    """Add files (or every supported file under folders) to the local knowledge base."""
-    from mx_rag.errors import MxRagError
-
-    try:
-        _sync(_open(workdir, paths, embedding), paths)
-    except MxRagError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-
-
-def ask(
-    question: Annotated[str, typer.Argument(help="The question.")],
-    docs: Annotated[list[Path], typer.Option("--docs", help="Files or folders to ingest first.")],
-    workdir: WorkdirOption = Path(".mxrag"),
-    embedding: EmbeddingOption = None,
-    k: Annotated[int, typer.Option("--k", help="Chunks given to the LLM.")] = 3,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Longest answer, in tokens.")] = 256,
-    llm_url: Annotated[
-        str | None, typer.Option("--llm-url", help="An OpenAI-compatible chat URL; default: the embedded LLM.")
-    ] = None,
-    llm_model: Annotated[str, typer.Option("--llm-model", help="Model name for --llm-url.")] = "default",
-) -> None:
-    """Ingest ``--docs`` (new and changed files only), then answer QUESTION with its sources."""
-    from mx_rag.errors import MxRagError
-
-    try:
-        kb = _open(workdir, docs, embedding)
-        _sync(kb, docs)
-        result = _answer(kb, question, k, max_tokens, llm_url, llm_model)
-    except MxRagError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-    typer.echo(result["result"].strip())
-    typer.echo("\nSources:")
-    for doc in result["source_documents"]:
-        meta = doc["metadata"]
-        page = f", page {meta['page']}" if "page" in meta else ""
-        typer.echo(f"  - {meta.get('source', '?')}{page} (score {meta.get('score', 0):.2f})")
-
-
-def _answer(kb: Any, question: str, k: int, max_tokens: int, llm_url: str | None, llm_model: str) -> Any:
-    from contextlib import nullcontext
-
-    from mx_rag.chain import SingleText2TextChain
-    from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-    from mx_rag.llm.local_server import LocalLLMServer
-    from mx_rag.utils import ClientParam
-
-    server: Any = nullcontext() if llm_url else LocalLLMServer(n_parallel=1)
-    with server as running:
-        url = llm_url or running.chat_url
-        llm = Text2TextLLM(
-            base_url=url,
-            model_name=llm_model if llm_url else running.model_name,
-            client_param=ClientParam(use_http=True, timeout=300),
-        )
-        chain = SingleText2TextChain(
-            llm=llm, retriever=kb.retriever(k=k), prompt="Answer the question using the information above."
-        )
-        return chain.query(question, LLMParameterConfig(max_tokens=max_tokens, temperature=0.0))
+    for path, reason in [*found.failed.items(), *report.reasons.items()]:
+        typer.echo(f"  failed: {found.shown.get(path, path)}: {reason}", err=True)

@@ -5,6 +5,11 @@ Files are parsed and split in worker threads while the main thread embeds and st
 ready, so parsing overlaps embedding. Chunks of several small files are embedded in one call
 and stored in one vector-store write. A file whose content hash is unchanged is not parsed or
 embedded again. Every file still succeeds or fails on its own.
+
+``progress`` is told what became of each file as soon as it is known (the command line draws its
+progress from it), and a ``stop`` event ends the run between batches: what was stored stays stored,
+the files not reached are listed in ``IngestReport.not_done``. ``prune_documents`` removes the
+documents of a folder whose files are gone (the command's ``--prune``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
@@ -26,7 +31,7 @@ from mx_rag.utils.checks import fail
 from mx_rag.utils.common import MAX_FILE_SIZE
 from mx_rag.utils.file_check import check_file
 
-__all__ = ["IngestReport", "ingest_files"]
+__all__ = ["FileEvent", "IngestReport", "ingest_files", "prune_documents"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +51,28 @@ class IngestReport:
     replaced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # failed file -> why
+    chunks: dict[str, int] = field(default_factory=dict)  # added or replaced file -> its chunk count
+    not_done: list[str] = field(default_factory=list)  # files a ``stop`` left untouched
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a ``stop`` ended the run before every file was handled."""
+        return bool(self.not_done)
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    """What became of one file: ``status`` is added, replaced, unchanged or failed."""
+
+    path: str
+    status: str
+    chunks: int = 0
+    reason: str = ""
+
+
+class _Stop(Protocol):
+    def is_set(self) -> bool: ...
 
 
 @dataclass
@@ -73,23 +100,63 @@ def ingest_files(
     *,
     batch_chunks: int = BATCH_CHUNKS,
     parse_workers: int = 2,
+    progress: Callable[[FileEvent], None] | None = None,
+    stop: _Stop | None = None,
 ) -> IngestReport:
-    """Load, split, embed and store ``files`` (see ``upload_files``); report per file."""
+    """Load, split, embed and store ``files`` (see ``upload_files``); report per file.
+
+    Args:
+        progress: called with a ``FileEvent`` for each file once its fate is known (unchanged
+            files first, then each batch as it is stored).
+        stop: an event (``threading.Event``); once set, the files parsed so far are stored and
+            the rest are left in ``IngestReport.not_done``.
+    """
     report = IngestReport()
+    tell = _Teller(report, progress)
     jobs = _plan(knowledge, files, force, report)
+    for given in report.unchanged:
+        tell(FileEvent(given, "unchanged"))
     batch: list[tuple[_Job, list[Document]]] = []
-    for job, outcome in _parsed(jobs, loader_mng, parse_workers):
+    for handled, (job, outcome) in enumerate(_parsed(jobs, loader_mng, parse_workers), start=1):
         if isinstance(outcome, Exception):
             logger.warning("cannot load %s: %s", job.path.name, outcome)
-            report.failed.append(job.given)
-            continue
-        batch.append((job, outcome))
-        if sum(len(docs) for _, docs in batch) >= batch_chunks:
-            _store(knowledge, batch, embed_func, report)
+            tell.failed(job.given, str(outcome))
+        else:
+            batch.append((job, outcome))
+        if batch and (sum(len(docs) for _, docs in batch) >= batch_chunks or _stopped(stop)):
+            _store(knowledge, batch, embed_func, tell)
             batch = []
+        if _stopped(stop):
+            report.not_done = [job.given for job in jobs[handled:]]
+            break
     if batch:
-        _store(knowledge, batch, embed_func, report)
+        _store(knowledge, batch, embed_func, tell)
     return report
+
+
+def _stopped(stop: _Stop | None) -> bool:
+    return stop is not None and stop.is_set()
+
+
+class _Teller:
+    """Records each file's outcome in the report and passes it to ``progress``."""
+
+    def __init__(self, report: IngestReport, progress: Callable[[FileEvent], None] | None) -> None:
+        self.report, self.progress = report, progress
+
+    def __call__(self, event: FileEvent) -> None:
+        if self.progress is not None:
+            self.progress(event)
+
+    def failed(self, given: str, reason: str) -> None:
+        self.report.failed.append(given)
+        self.report.reasons[given] = reason or "failed"
+        self(FileEvent(given, "failed", reason=reason or "failed"))
+
+    def stored(self, job: _Job, chunks: int) -> None:
+        (self.report.replaced if job.replaces else self.report.added).append(job.given)
+        self.report.chunks[job.given] = chunks
+        self(FileEvent(job.given, "replaced" if job.replaces else "added", chunks=chunks))
 
 
 def _plan(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport) -> list[_Job]:
@@ -126,7 +193,8 @@ def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_
 
     pending: deque[tuple[_Job, Future[list[Document]]]] = deque()
     queue = iter(jobs)
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mx_rag-parse") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mx_rag-parse")
+    try:
         for job in queue:
             pending.append((job, pool.submit(load, job)))
             if len(pending) >= PREFETCH:
@@ -137,14 +205,16 @@ def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_
             if following is not None:
                 pending.append((following, pool.submit(load, following)))
             try:
-                yield job, future.result()
+                result = future.result()
             except (MxRagError, OSError) as exc:
                 yield job, exc
+            else:
+                yield job, result
+    finally:  # a stopped run (or an error) does not wait for the files parsed ahead
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _store(
-    knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any, report: IngestReport
-) -> None:
+def _store(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any, tell: _Teller) -> None:
     """Embed a batch in one call and store it in one write; isolate failing files if that fails.
 
     A malformed result of ``embed_func`` is an argument error and raises; an embedder or store
@@ -154,7 +224,7 @@ def _store(
     try:
         raw = run_embedders(embed_func, texts)
     except Exception as exc:
-        _store_failed(knowledge, batch, embed_func, report, exc)
+        _store_failed(knowledge, batch, embed_func, tell, exc)
         return
     dense, sparse = check_embeddings(raw, len(texts))  # malformed: raises for every file
     try:
@@ -175,23 +245,43 @@ def _store(
             start = end
         knowledge.add_prepared(prepared)  # a replaced document stays until its new version is in
     except Exception as exc:
-        _store_failed(knowledge, batch, embed_func, report, exc)
+        _store_failed(knowledge, batch, embed_func, tell, exc)
         return
-    for job, _ in batch:
-        (report.replaced if job.replaces else report.added).append(job.given)
+    for job, docs in batch:
+        tell.stored(job, len(docs))
 
 
 def _store_failed(
     knowledge: KnowledgeDB,
     batch: list[tuple[_Job, list[Document]]],
     embed_func: Any,
-    report: IngestReport,
+    tell: _Teller,
     exc: Exception,
 ) -> None:
     if len(batch) == 1:
         logger.warning("cannot store %s: %s", batch[0][0].path.name, exc)
-        report.failed.append(batch[0][0].given)
+        tell.failed(batch[0][0].given, f"cannot store it: {exc}")
         return
     logger.info("a batch of %d files failed (%s); storing them one by one", len(batch), exc)
     for item in batch:
-        _store(knowledge, [item], embed_func, report)
+        _store(knowledge, [item], embed_func, tell)
+
+
+def prune_documents(knowledge: KnowledgeDB, roots: Sequence[str | Path], keep: Sequence[str | Path]) -> list[str]:
+    """Delete the documents whose file lies under one of ``roots`` (folders, or files named
+    themselves) and is not in ``keep``; return their paths, sorted. Documents elsewhere stay.
+
+    This is an incremental sync's cleanup: ``roots`` are the folders just walked, ``keep`` the
+    files found there (stored, unchanged or failed alike: a file still present is never pruned).
+    """
+    under = [Path(r).expanduser().resolve() for r in roots]
+    kept = {str(Path(k).expanduser().resolve()) for k in keep}
+    gone = sorted(
+        row.document_file_path
+        for row in knowledge.get_all_documents()
+        if row.document_file_path not in kept
+        and any(Path(row.document_file_path) == r or Path(row.document_file_path).is_relative_to(r) for r in under)
+    )
+    for path in gone:
+        knowledge.delete_file(path)
+    return gone

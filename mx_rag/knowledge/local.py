@@ -13,12 +13,12 @@ Python::
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mx_rag.knowledge.ingest import IngestReport, ingest_files
+from mx_rag.knowledge.ingest import FileEvent, IngestReport, ingest_files, prune_documents
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore
@@ -73,11 +73,25 @@ class LocalKnowledge:
         )
         return cls(knowledge, embedding, LoaderMng.with_defaults(chunk_size=chunk_size, chunk_overlap=chunk_overlap))
 
-    def sync(self, files: Sequence[str | Path]) -> IngestReport:
-        """Add new files, replace changed ones (by content hash), skip unchanged ones."""
+    def sync(
+        self,
+        files: Sequence[str | Path],
+        *,
+        progress: Callable[[FileEvent], None] | None = None,
+        stop: Any = None,
+    ) -> IngestReport:
+        """Add new files, replace changed ones (by content hash), skip unchanged ones.
+
+        ``progress`` and ``stop`` as in ``ingest_files`` (a ``FileEvent`` per file; a
+        ``threading.Event`` that ends the run between batches, keeping what was stored)."""
         return ingest_files(
-            self.knowledge, [str(f) for f in files], self.loader_mng, self.embedding.embed_documents, force=True
+            self.knowledge, [str(f) for f in files], self.loader_mng, self.embedding.embed_documents, force=True,
+            progress=progress, stop=stop,
         )
+
+    def prune(self, roots: Sequence[str | Path], keep: Sequence[str | Path]) -> list[str]:
+        """Delete the documents under ``roots`` whose files are not in ``keep`` (see ``prune_documents``)."""
+        return prune_documents(self.knowledge, roots, keep)
 
     def retriever(self, k: int = 3, score_threshold: float | None = None) -> KnowledgeRetriever:
         """A retriever restricted to this knowledge base's documents (as they are at each call)."""

@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Answers and chunks on the terminal: ``mxrag ask``, ``mxrag chat`` and ``mxrag search``.
+
+The chain of an answer is the server's (``Answerer.chain``), so ``mxrag ask --chain hybrid`` answers
+as ``model="kb/hybrid"`` does on ``mxrag serve``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mx_rag.cli.runtime import Opened
+
+__all__ = ["Asking", "Chain", "chat_loop", "print_chunks"]
+
+
+class Chain(str, Enum):
+    """The chains of ``--chain`` (the server's chain types)."""
+
+    single = "single"
+    parallel = "parallel"
+    hybrid = "hybrid"
+    multi_query = "multi-query"
+    graph = "graph"
+    corag = "corag"
+
+
+@dataclass
+class Asking:
+    """One knowledge base, one chain, one LLM: asks questions and prints the answers."""
+
+    opened: Opened
+    llm: Any
+    kb: str
+    chain: str
+    k: int | None
+    max_tokens: int | None
+    temperature: float | None
+
+    def __post_init__(self) -> None:
+        from mx_rag.server.answers import Answerer
+
+        self.answerer = Answerer(self.opened.service, self.llm)
+
+    def config(self) -> Any:
+        from mx_rag.llm.llm_parameter import LLMParameterConfig
+
+        llm = self.opened.settings.llm
+        return LLMParameterConfig(max_tokens=self.max_tokens or llm.max_tokens,
+                                  temperature=llm.temperature if self.temperature is None else self.temperature)
+
+    def _chain(self, question: Any) -> Any:
+        from mx_rag.server.errors import ApiError
+
+        try:
+            return self.answerer.chain(self.opened.who, self.kb, self.chain, question, self.k)
+        except ApiError as exc:  # the server's wording of a bad request (a chain the knowledge base lacks)
+            from mx_rag.errors import ParameterError
+
+            raise ParameterError(exc.message) from None
+
+    def ask(self, text: str, history: list[dict[str, str]] | None = None, *, stream: bool = False,
+            as_json: bool = False) -> str:
+        """Print the answer to ``text`` and its sources; return the answer."""
+        from mx_rag.server.answers import Question, source_entries
+
+        question = Question(text, list(history or []))
+        chain = self._chain(question)
+        if not stream:
+            result = self.answerer.answer(chain, question, self.config())
+            answer = str(result.get("result", "")).strip()
+            sources = _with_paths(source_entries(result), result)
+            if as_json:
+                typer.echo(json.dumps({"knowledge_base": self.kb, "chain": self.chain, "question": text,
+                                       "answer": answer, "sources": sources}, ensure_ascii=False))
+            else:
+                typer.echo(answer)
+                print_sources(sources)
+            return answer
+        return self._stream(chain, question, as_json)
+
+    def _stream(self, chain: Any, question: Any, as_json: bool) -> str:
+        parts: list[str] = []
+        for kind, value in self.answerer.stream(chain, question, self.config()):
+            if kind == "delta":
+                parts.append(value)
+                if as_json:
+                    typer.echo(json.dumps({"delta": value}, ensure_ascii=False))
+                else:
+                    sys.stdout.write(value)
+                    sys.stdout.flush()
+            elif as_json:
+                typer.echo(json.dumps({"sources": value}, ensure_ascii=False))
+            else:
+                typer.echo("")
+                print_sources(value)
+        return "".join(parts).strip()
+
+
+def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The API's source entries, each with the full path of its file as the user would type it."""
+    docs = result.get("source_documents") or []
+    for entry, doc in zip(entries, docs, strict=False):
+        source = doc.get("metadata", {}).get("source")
+        if isinstance(source, str):
+            entry["path"] = shown_path(source)
+    return entries
+
+
+def shown_path(path: str) -> str:
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def print_sources(sources: list[dict[str, Any]]) -> None:
+    if not sources:
+        typer.echo("\nSources: none (nothing in the knowledge base matched)")
+        return
+    typer.echo("\nSources:")
+    for i, entry in enumerate(sources, start=1):
+        typer.echo(f"  [{i}] {_where(entry)}")
+
+
+def _where(entry: dict[str, Any]) -> str:
+    name = entry.get("path") or entry.get("source") or "?"
+    page = f", page {entry['page']}" if entry.get("page") is not None else ""
+    score = f" (score {entry['score']:.2f})" if isinstance(entry.get("score"), (int, float)) else ""
+    return f"{name}{page}{score}"
+
+
+def print_chunks(docs: list[Any], as_json: bool, width: int = 300) -> None:
+    """``mxrag search``'s output: each chunk with its file, page and score."""
+    entries = []
+    for doc in docs:
+        meta = dict(doc.metadata)
+        source = meta.get("source")
+        entry = {"text": doc.page_content, "score": meta.get("score"),
+                 "path": shown_path(source) if isinstance(source, str) else None}
+        if meta.get("page") is not None:
+            entry["page"] = meta["page"]
+        entries.append(entry)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False))
+        return
+    if not entries:
+        typer.echo("no chunk matched", err=True)
+    for i, entry in enumerate(entries, start=1):
+        text = " ".join(str(entry["text"]).split())
+        typer.echo(f"[{i}] {_where(entry)}\n    {text[:width]}{'…' if len(text) > width else ''}")
+
+
+CHAT_HELP = "Type a question. /clear forgets the conversation, /exit (or Ctrl-D) ends; Ctrl-C stops an answer."
+
+
+def chat_loop(asking: Asking, stream: bool) -> None:
+    """Read questions from stdin until EOF or /exit; the conversation goes with each question."""
+    from mx_rag.errors import MxRagError
+    from mx_rag.server.answers import MAX_HISTORY
+
+    interactive = sys.stdin.isatty()
+    if interactive:
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+        typer.echo(f"chatting with knowledge base {asking.kb!r} ({asking.chain} chain). {CHAT_HELP}", err=True)
+    history: list[dict[str, str]] = []
+    while True:
+        try:
+            line = input("> " if interactive else "")
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            typer.echo("", err=True)
+            break
+        text = line.strip()
+        if text in ("/exit", "/quit"):
+            break
+        if text == "/clear":
+            history.clear()
+            typer.echo("(conversation cleared)", err=True)
+            continue
+        if text in ("/help", "?"):
+            typer.echo(CHAT_HELP, err=True)
+            continue
+        if not text:
+            continue
+        try:
+            answer = asking.ask(text, history, stream=stream)
+        except KeyboardInterrupt:
+            typer.echo("\n(answer stopped)", err=True)
+            continue
+        except MxRagError as exc:  # the conversation goes on: the LLM may be back for the next question
+            typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+            continue
+        typer.echo("")
+        history += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
+        del history[:-(MAX_HISTORY - MAX_HISTORY % 2)]  # whole turns, as many as a chain takes

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``mxrag ingest`` at work: find the files, check each, ingest the rest with progress, prune,
+extend the graph, sum up.
+
+Each batch of files is committed as it is stored (at most ``BATCH_CHUNKS`` chunks; a larger file
+alone), so the first Ctrl-C stops after the current batch and keeps everything stored so far; a
+second Ctrl-C stops at once (the batch in flight is rolled back). Either way the command says what
+was kept and exits with 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mx_rag.cli.files import FailureMemo, Found, find_files, white_paths
+from mx_rag.cli.progress import Reporter
+from mx_rag.cli.runtime import Opened, two_step_stop
+
+__all__ = ["Outcome", "ingest_paths"]
+
+BATCH_CHUNKS = 32  # chunks per commit: small files share one, a larger file is committed alone
+FILES_PER_CALL = 500
+MEMO_FILE = "ingest-failures.json"
+SHOWN = {"added": "added", "replaced": "updated", "unchanged": "unchanged", "failed": "failed"}
+
+
+@dataclass
+class Outcome:
+    """What one ``mxrag ingest`` did, by the paths the user sees."""
+
+    knowledge_base: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    not_done: list[str] = field(default_factory=list)
+    chunks: int = 0
+    signal: int | None = None  # the signal that stopped the run
+    aborted: bool = False  # stopped by a second Ctrl-C, the batch in flight rolled back
+    graph_nodes: int | None = None
+    pruned_paths: set[str] = field(default_factory=set)  # missing named paths whose documents were removed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"knowledge_base": self.knowledge_base, "added": self.added, "updated": self.updated,
+                "unchanged": self.unchanged, "failed": self.failed, "skipped": self.skipped, "removed": self.removed,
+                "not_done": self.not_done, "chunks": self.chunks, "interrupted": self.signal is not None,
+                "graph_nodes": self.graph_nodes}
+
+    @property
+    def exit_code(self) -> int:
+        if self.signal is not None:
+            return 128 + self.signal
+        return 1 if self.failed else 0
+
+    def summary(self, seconds: float) -> str:
+        counts = [(len(self.added), "added"), (len(self.updated), "updated"), (len(self.unchanged), "unchanged"),
+                  (len(self.failed), "failed"), (len(self.skipped), "skipped"), (len(self.removed), "removed")]
+        parts = ", ".join(f"{n} {word}" for n, word in counts if n or word not in ("skipped", "removed"))
+        rate = f", {self.chunks / seconds:.0f} chunks/s" if self.chunks and seconds > 0 else ""
+        return f"knowledge base {self.knowledge_base!r}: {parts} ({self.chunks} chunks in {seconds:.1f} s{rate})"
+
+    def kept(self) -> str:
+        kept = len(self.added) + len(self.updated)
+        how = ("stopped at once: the batch being stored was rolled back" if self.aborted
+               else "stopped after the files being stored")
+        return (f"interrupted ({how}): kept {kept} file(s) stored in this run, {len(self.unchanged)} unchanged; "
+                f"{len(self.not_done)} not ingested: run the same command again to continue")
+
+
+def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter, *, prune: bool = False,
+                 retry_failed: bool = False) -> Outcome:
+    """Ingest ``paths`` into knowledge base ``name`` (made if missing), reporting each file."""
+    service, who = opened.service, opened.who
+    outcome = Outcome(name)
+    if name not in service.names(who):
+        service.create(who, name)
+        report.note(f"created knowledge base {name!r}")
+    found = find_files(paths, {s.lower() for s in service.loader.loaders})
+    memo = FailureMemo(opened.settings.data_dir / MEMO_FILE, f"{who.user_id}/{name}")
+    todo = _checked(found, memo, retry_failed, outcome)
+    report.start(len(todo) + len(outcome.failed))
+    for shown, reason in outcome.failed.items():
+        report.file("failed", shown, reason=reason)
+    for shown, reason in found.skipped.items():
+        outcome.skipped[shown] = reason
+        report.file("skipped", shown, reason=reason)
+    try:
+        _ingest(opened, name, found, todo, memo, report, outcome)
+    finally:
+        memo.save()
+    if outcome.signal is None:
+        if prune:
+            _prune(opened, name, found, report, outcome)
+        _extend_graph(opened, name, found, report, outcome)
+    for shown in outcome.pruned_paths:  # with --prune, a missing path whose documents were removed is no failure
+        outcome.failed.pop(shown, None)
+    return outcome
+
+
+def _checked(found: Found, memo: FailureMemo, retry_failed: bool, outcome: Outcome) -> list[Path]:
+    """The files to ingest; the others failed with their reason (too big, unreadable, failed before)."""
+    from mx_rag.utils.common import MAX_FILE_SIZE
+
+    outcome.failed.update(found.failed)
+    todo = []
+    for path in found.files:
+        shown = found.shown[str(path)]
+        size = path.stat().st_size
+        if size > MAX_FILE_SIZE:
+            outcome.failed[shown] = f"{size} bytes, over the limit of {MAX_FILE_SIZE // (1 << 20)} MiB"
+        elif size == 0:
+            outcome.failed[shown] = "empty file"
+        elif not _readable(path):
+            outcome.failed[shown] = "cannot be read (permission denied)"
+        elif not retry_failed and (before := memo.known(path)) is not None:
+            outcome.failed[shown] = f"{before} (unchanged since it failed; --retry-failed parses it again)"
+        else:
+            todo.append(path)
+    return todo
+
+
+def _readable(path: Path) -> bool:
+    try:
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: FailureMemo, report: Reporter,
+            outcome: Outcome) -> None:
+    from mx_rag.knowledge.ingest import FileEvent, ingest_files
+
+    if not todo:
+        return
+    service = opened.service
+    knowledge = _knowledge(opened, name, todo)
+
+    def on_event(event: FileEvent) -> None:
+        shown = found.shown.get(event.path, event.path)
+        status = SHOWN[event.status]
+        if status == "failed":
+            reason = _reason(event.path, event.reason)
+            outcome.failed[shown] = reason
+            memo.record(Path(event.path), reason)
+        else:
+            getattr(outcome, status).append(shown)
+            outcome.chunks += event.chunks
+            memo.forget([event.path])
+        report.file(status, shown, event.chunks, outcome.failed.get(shown, "") if status == "failed" else "")
+
+    def first_stop() -> None:
+        report.note("stopping after the files being stored (Ctrl-C again to stop at once)")
+
+    with two_step_stop(first_stop) as stop:
+        try:
+            for start in range(0, len(todo), FILES_PER_CALL):
+                part = [str(p) for p in todo[start:start + FILES_PER_CALL]]
+                result = ingest_files(knowledge, part, service.loader, service.embedding.embed_documents,
+                                      force=True, batch_chunks=BATCH_CHUNKS, progress=on_event, stop=stop)
+                if result.not_done or stop.is_set():
+                    rest = result.not_done + [str(p) for p in todo[start + FILES_PER_CALL:]]
+                    outcome.not_done = [found.shown.get(p, p) for p in rest]
+                    outcome.signal = getattr(stop, "signum", signal.SIGINT)
+                    return
+        except KeyboardInterrupt:
+            handled = set(outcome.added + outcome.updated + outcome.unchanged) | set(outcome.failed)
+            outcome.not_done = [found.shown[str(p)] for p in todo if found.shown[str(p)] not in handled]
+            outcome.signal, outcome.aborted = signal.SIGINT, True
+
+
+def _knowledge(opened: Opened, name: str, files: list[Path]) -> Any:
+    """The knowledge base over the service's stores, allowed to read ``files`` where they are."""
+    from mx_rag.knowledge.knowledge import KnowledgeDB
+
+    service = opened.service
+    service.open(opened.who, name)  # the one check that it exists for this user
+    return KnowledgeDB(knowledge_store=service.registry, chunk_store=service.chunks, vector_store=service.vectors,
+                       knowledge_name=name, white_paths=white_paths(files), user_id=opened.who.user_id,
+                       max_file_count=FILES_PER_CALL)
+
+
+def _prune(opened: Opened, name: str, found: Found, report: Reporter, outcome: Outcome) -> None:
+    """Remove the documents under the named paths whose files were not found there."""
+    from mx_rag.knowledge.ingest import prune_documents
+
+    roots = found.roots + list(found.missing.values())
+    gone = prune_documents(opened.service.open(opened.who, name), roots, sorted(found.present))
+    for path in gone:
+        outcome.removed.append(_shown(path))
+        report.file("removed", _shown(path), reason="its file is gone")
+        for shown, missing in found.missing.items():
+            if Path(path) == missing or Path(path).is_relative_to(missing):
+                outcome.pruned_paths.add(shown)
+    if gone and opened.service.is_graph(opened.who, name):
+        from mx_rag.errors import KnowledgeError
+
+        graph = opened.service.graph(opened.who, name)
+        for path in gone:
+            with contextlib.suppress(KnowledgeError):  # never built into the graph
+                graph.delete_document(path)
+
+
+def _extend_graph(opened: Opened, name: str, found: Found, report: Reporter, outcome: Outcome) -> None:
+    service, who = opened.service, opened.who
+    if not service.is_graph(who, name):
+        return
+    changed = [Path(p) for p, shown in found.shown.items() if shown in set(outcome.added + outcome.updated)]
+    if changed:
+        report.note(f"building the graph of {len(changed)} new or changed document(s)…")
+    outcome.graph_nodes = service.build_graph(who, name, changed)
+
+
+def _reason(path: str, text: str) -> str:
+    """A loader's message without the file name or path it starts with (the line shows it)."""
+    for prefix in (f"{Path(path).name}: ", f"{path!r} ", f"'{path}' ", f"{path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+def _shown(path: str) -> str:
+    """A stored path as the user would type it: relative to the working folder when inside it."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the knowledge-base commands share: errors as one line, quiet logging, a two-step Ctrl-C,
+the ``KnowledgeService`` of the settings and the LLM that answers.
+
+The commands run on the server's own ``KnowledgeService`` and ``Answerer`` with the local user,
+so a knowledge base made here is the one ``mxrag serve`` serves from the same data folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = [
+    "ConfigOption",
+    "DataDirOption",
+    "EmbeddingOption",
+    "JsonOption",
+    "KbOption",
+    "LLMModelOption",
+    "LLMUrlOption",
+    "Opened",
+    "guard",
+    "opened",
+    "running_llm",
+    "set_debug",
+    "two_step_stop",
+]
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="A TOML settings file (default ./mxrag.toml when present).")
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", "--workdir", help="Folder of the knowledge bases (default .mxrag, or data_dir)."),
+]
+EmbeddingOption = Annotated[
+    str | None, typer.Option("--embedding", help="Embedding model path or built-in name (default all-MiniLM-L6-v2).")
+]
+KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
+LLMUrlOption = Annotated[
+    str | None,
+    typer.Option("--llm-url", help="An OpenAI-compatible server: base URL (…/v1) or chat URL; default: llm.url, "
+                                   "else the embedded LLM."),
+]
+LLMModelOption = Annotated[str | None, typer.Option("--llm-model", help="Model name at --llm-url (default llm.model).")]
+
+_state = {"debug": os.environ.get("MXRAG_DEBUG", "") not in ("", "0")}
+_SERVER_MODULES = ("fastapi", "pydantic_settings", "starlette", "uvicorn", "multipart", "prometheus_client")
+_QUIET = ("pypdf", "PIL", "httpx", "httpcore", "urllib3", "transformers", "sentence_transformers", "filelock")
+
+
+def set_debug(on: bool) -> None:
+    """``mxrag --debug``: tracebacks on errors, and INFO logging."""
+    _state["debug"] = _state["debug"] or on
+
+
+def debugging() -> bool:
+    return _state["debug"]
+
+
+def quiet_logging() -> None:
+    """Warnings of mx_rag as one ``mxrag:`` line each; the libraries' chatter (pypdf's long warnings)
+    only with ``--debug``. The ingest command reports failed files itself."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mxrag: %(levelname)s %(name)s: %(message)s" if debugging()
+                                           else "mxrag: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if debugging() else logging.WARNING)
+    if not debugging():
+        for name in _QUIET:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger("mx_rag.knowledge.ingest").setLevel(logging.ERROR)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Any error as one line on stderr and exit code 1 (the traceback with ``--debug``)."""
+    from mx_rag.errors import MxRagError
+
+    try:
+        yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except ModuleNotFoundError as exc:
+        if debugging() or (exc.name or "").split(".")[0] not in _SERVER_MODULES:
+            raise
+        from mx_rag.errors import ExtraNotInstalledError
+
+        typer.echo(f"error: {ExtraNotInstalledError(exc.name or 'fastapi', 'server')}", err=True)
+        raise typer.Exit(1) from None
+    except (MxRagError, OSError) as exc:
+        if debugging():
+            raise
+        typer.echo(f"error: {_line(exc)}", err=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        if debugging():
+            raise
+        typer.echo(f"error: unexpected {type(exc).__name__}: {_line(exc)} (`mxrag --debug …` shows the traceback)",
+                   err=True)
+        raise typer.Exit(1) from None
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@contextmanager
+def two_step_stop(on_first: Callable[[], None]) -> Iterator[threading.Event]:
+    """The first Ctrl-C (or SIGTERM) sets the event and calls ``on_first``; the second Ctrl-C
+    raises ``KeyboardInterrupt``. The previous handlers come back afterwards."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+        stop.signum = signum  # type: ignore[attr-defined]
+        on_first()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class Opened:
+    """The service of one command, its local user and its settings."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.settings = service.settings
+        self.who = service.local_principal()
+
+    def require(self, name: str) -> None:
+        """KnowledgeError naming the knowledge bases there are, when ``name`` is not one of them."""
+        from mx_rag.errors import KnowledgeError
+        from mx_rag.server.service import check_kb_name
+
+        check_kb_name(name)
+        names = self.service.names(self.who)
+        if name not in names:
+            there = ", ".join(sorted(names)) or "none yet"
+            raise KnowledgeError(f"no knowledge base {name!r} in {self.settings.data_dir} (there: {there}); "
+                                 f"create it with `mxrag kb create {name}` or `mxrag ingest PATH --kb {name}`")
+
+
+def settings_of(config: Path | None, data_dir: Path | None, embedding: str | None = None, **overrides: Any) -> Any:
+    from mx_rag.server.settings import load_settings
+
+    if embedding is not None:
+        overrides["embedding"] = {"model": embedding}
+    return load_settings(config, data_dir=data_dir, **overrides)
+
+
+@contextmanager
+def opened(config: Path | None, data_dir: Path | None, embedding: str | None = None, llm: Any = None,
+           settings: Any = None) -> Iterator[Opened]:
+    """The ``KnowledgeService`` of the settings (closed afterwards)."""
+    from mx_rag.server.service import KnowledgeService
+
+    quiet_logging()
+    service = KnowledgeService(settings or settings_of(config, data_dir, embedding), llm)
+    try:
+        yield Opened(service)
+    finally:
+        service.close()
+
+
+@contextmanager
+def running_llm(settings: Any, url: str | None, model: str | None) -> Iterator[Any]:
+    """The ``Text2TextLLM`` of ``--llm-url`` or ``llm.url``; without either, the embedded LLM,
+    started for the command (a few seconds) and stopped afterwards."""
+    from contextlib import nullcontext
+
+    from mx_rag.llm.text2text import Text2TextLLM
+    from mx_rag.llm.urls import chat_url
+    from mx_rag.utils import ClientParam
+
+    url = url or settings.llm.url
+    key = settings.llm.api_key
+    param = ClientParam(use_http=True, timeout=int(settings.llm.timeout),
+                        api_key=None if key is None else key.get_secret_value())
+    embedded: Any = nullcontext()
+    if url is None:
+        from mx_rag.llm.local_server import LocalLLMServer
+
+        embedded = LocalLLMServer(n_parallel=1)
+    with embedded as server:
+        if server is not None:
+            yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, client_param=param)
+        else:
+            yield Text2TextLLM(base_url=chat_url(url), model_name=model or settings.llm.model, client_param=param)
