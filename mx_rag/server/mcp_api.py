@@ -4,7 +4,7 @@
 =========================================================  ==========================================
 ``list_knowledge_bases()``                                 the knowledge bases the caller can use
 ``search(kb, query, k=5)``                                 chunks: text, source file, page, score
-``ask(kb, question)``                                      an answer with its sources (configured chain)
+``ask(kb, question, chain=None)``                          an answer with its sources (configured chain)
 ``add_document(kb, filename, content_base64)``             upload a document and wait for its ingestion
 =========================================================  ==========================================
 
@@ -80,6 +80,10 @@ KArg = Annotated[int, Field(description=f"How many chunks to return, 1 to {MAX_K
 FilenameArg = Annotated[str, Field(description="The document's file name; its extension picks the loader "
                                                "(.pdf, .docx, .md, .txt, ...).")]
 ContentArg = Annotated[str, Field(description="The file's bytes, base64-encoded.")]
+ChainArg = Annotated[str | None, Field(
+    description="How to answer: single, parallel, hybrid, multi-query, corag (several retrieval steps, for "
+                "questions whose evidence is spread over passages) or graph (knowledge bases with a graph); "
+                "default: the server's chain.type.")]
 
 
 def one_line(text: str) -> str:
@@ -168,12 +172,11 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
 
     @server.tool(description="Answer a question from a knowledge base with the server's LLM; the answer "
                              "comes with the passages it was given (text, source file, page, score).")
-    def ask(ctx: Context, kb: KbArg, question: QuestionArg) -> dict[str, Any]:
+    def ask(ctx: Context, kb: KbArg, question: QuestionArg, chain: ChainArg = None) -> dict[str, Any]:
         kb, question = _check_kb(kb), _check_text("question", question)
-        chain_type = settings.chain.type
+        chain_type = settings.chain.type if chain is None else chain
         if chain_type not in SERVED_CHAINS:
-            raise ToolError(f"the configured chain {chain_type!r} cannot answer here; "
-                            f"set chain.type to one of {', '.join(SERVED_CHAINS)}")
+            raise ToolError(f"chain must be one of {', '.join(SERVED_CHAINS)}, got {chain_type!r}")
         who = principal_of(ctx)
         asked = Question(question, [])
         config = LLMParameterConfig(max_tokens=settings.llm.max_tokens, temperature=settings.llm.temperature)

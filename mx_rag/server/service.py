@@ -177,15 +177,13 @@ class KnowledgeService:
         """Create a knowledge base owned by ``who`` (KnowledgeError if another user has that name);
         ``graph=True`` also keeps a knowledge graph of its documents."""
         check_kb_name(name)
-        self.registry.add_knowledge(registry_name(who, name), who.user_id, "admin")
+        self.registry.add_knowledge(name, who.user_id, "admin")
         if graph:
             self._graph_dir(who, name).mkdir(parents=True, exist_ok=True)
         return self.describe(who, name)
 
     def names(self, who: Principal) -> list[str]:
-        prefix = registry_name(who, "")
-        return [row.knowledge_name[len(prefix):] for row in self.registry.get_all_knowledge_info(who.user_id)
-                if row.knowledge_name.startswith(prefix)]
+        return [row.knowledge_name for row in self.registry.get_all_knowledge_info(who.user_id)]
 
     def open(self, who: Principal, name: str) -> KnowledgeDB:
         """The knowledge base ``name`` of ``who`` (KnowledgeError: no such knowledge base for them)."""
@@ -194,13 +192,12 @@ class KnowledgeService:
         kb = self._open.get(key)
         # one registry query, outside the lock: the knowledge base may have been deleted (and made
         # again, with a new id) through another worker since it was opened here
-        stored = registry_name(who, name)
-        if kb is not None and self.registry.get_knowledge_id(stored, who.user_id) == kb.knowledge_id:
+        if kb is not None and self.registry.get_knowledge_id(name, who.user_id) == kb.knowledge_id:
             return kb
         with self._open_lock:
             kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
-                             knowledge_name=stored, white_paths=[str(self.uploads)], user_id=who.user_id)
-            self.registry.check_embedding(stored, who.user_id, embedding_id(self.settings.embedding.model),
+                             knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
+            self.registry.check_embedding(name, who.user_id, embedding_id(self.settings.embedding.model),
                                           self.embedding.dimension)
             self._open[key] = kb
             return kb
@@ -330,7 +327,7 @@ class KnowledgeService:
 
     def start_ingest(self, who: Principal, name: str, staged: dict[str, Path]) -> IngestJob:
         """Move the staged uploads into place and ingest them in the background."""
-        self.open(who, name)  # 404 for a knowledge base the caller cannot see
+        kb = self.open(who, name)
         folder = self._folder(who, name)
         files = []
         for base, partial in staged.items():
@@ -342,14 +339,13 @@ class KnowledgeService:
                       total=len(files), processed=0, results="{}", error="", created=now, updated=now)
         with self._session() as session:
             session.add(job)
-        self._jobs.submit(self._run_job, job.id, who, name, files)
+        self._jobs.submit(self._run_job, job.id, kb, files)
         return self.job(who, name, job.id)
 
-    def _run_job(self, job_id: str, who: Principal, name: str, files: list[Path]) -> None:
+    def _run_job(self, job_id: str, kb: KnowledgeDB, files: list[Path]) -> None:
         self._update(job_id, status="running")
         results: dict[str, str] = {}
         try:
-            kb = self.open(who, name)
             for path in files:  # one file at a time, so progress can be seen and kept per file
                 report = ingest_files(kb, [str(path)], self.loader, self.embedding.embed_documents, force=True)
                 if report.failed:
@@ -360,9 +356,11 @@ class KnowledgeService:
                     results[path.name] = "stored"
                 metrics.count_ingested(results[path.name].split(":")[0])
                 self._update(job_id, processed=len(results), results=json.dumps(results))
-            if self.is_graph(who, name):
+            who = Principal(kb.user_id, admin=True)
+            if self.is_graph(who, kb.knowledge_name):
                 self._update(job_id, status="building graph")
-                self.build_graph(who, name, [p for p in files if results.get(p.name) == "stored"])
+                stored = [p for p in files if results.get(p.name) == "stored"]
+                self.build_graph(who, kb.knowledge_name, stored)
             self._update(job_id, status="done")
         except Exception as exc:  # a job must end with a status, whatever went wrong
             logger.exception("ingestion job %s failed", job_id)
@@ -393,13 +391,6 @@ class KnowledgeService:
 
     def local_principal(self) -> Principal:
         return Principal(LOCAL_USER, admin=True)
-
-
-def registry_name(who: Principal, name: str) -> str:
-    """The registry's name of ``who``'s knowledge base ``name``: ``"<user>/<name>"``, so that users
-    of one server neither collide on names nor learn each other's (a refused create would tell);
-    the local user's names are kept as they are, shared with ``mxrag ask --docs`` and the CLI."""
-    return name if who.user_id == LOCAL_USER else f"{who.user_id}/{name}"
 
 
 def embedding_id(model: str | None) -> str:

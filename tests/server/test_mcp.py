@@ -169,6 +169,7 @@ def test_arguments_are_checked_with_one_line_errors(world: World) -> None:
         ("ask", {"kb": "handbook", "question": "x" * 10_001}),
         ("search", {"kb": "handbook"}),
         ("search", {"kb": "nothing", "query": "vectors"}),
+        ("ask", {"kb": "handbook", "question": "Where?", "chain": "telepathy"}),
     ])
     _refused(results[0], "k must be an integer from 1 to 100, got 0")
     _refused(results[1], "k must be an integer from 1 to 100, got 101")
@@ -178,6 +179,7 @@ def test_arguments_are_checked_with_one_line_errors(world: World) -> None:
     _refused(results[5], "question must be at most 10000 characters")
     _refused(results[6], "query", "required")
     _refused(results[7], "'nothing' does not exist for user 'alice_01'")
+    _refused(results[8], "chain must be one of single, parallel, hybrid, multi-query, graph, corag, got 'telepathy'")
 
 
 def test_another_users_key_never_reaches_the_knowledge_base(world: World) -> None:

@@ -441,18 +441,6 @@ def test_another_users_key_finds_nothing_and_changes_nothing(served: Served) -> 
     assert not (served.service.uploads / BOB).exists() or not any((served.service.uploads / BOB).rglob("*"))
 
 
-@pytest.mark.slow
-def test_users_have_names_of_their_own(served: Served) -> None:
-    """Bob may use the name of Alice's knowledge base: he gets one of his own, and learns nothing of hers."""
-    with served.client(served.bob) as bob:
-        created = bob.post("/v1/knowledge-bases", json={"name": KB})
-        assert created.status_code == 201, created.text
-        assert created.json()["documents"] == [] and [m["id"] for m in bob.get("/v1/models").json()["data"]] == [KB]
-        assert bob.delete(f"/v1/knowledge-bases/{KB}").status_code == 200
-    with served.client(served.alice) as alice:
-        assert alice.get(f"/v1/knowledge-bases/{KB}").json()["chunks"] > 0
-
-
 # -- uploads ------------------------------------------------------------------------------------------
 
 
