@@ -11,6 +11,7 @@ Screenshots go to ``docs/images/webapp-chat.png`` and ``docs/images/webapp-phone
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mx_rag.testing import TINY_PNG, Reply, ScriptedServer
 from tests.webapp.conftest import ALICE, BOB, REFUSED, Served, Watched, watch
 
 pytestmark = pytest.mark.slow
@@ -28,10 +30,10 @@ DOCS = ROOT / "tests" / "data" / "docs"
 PDF = DOCS / "layout-parser-paper-fast.pdf"
 IMAGES = ROOT / "docs" / "images"
 KB = "papers"
-FACTS = (
-    "The Zorblax reactor in Building 7 runs on molten salt and was commissioned in 1987.\n\n"
-    'Markup in a document stays text: <img src=x onerror="window.__xss=1"> <b>not bold</b>\n'
-)
+FACTS = "The Zorblax reactor in Building 7 runs on molten salt and was commissioned in 1987.\n"
+MARKUP = 'Markup in a document stays text: <img src=x onerror="window.__xss=1"> <b>not bold</b>\n'
+SHORT_ANSWER = ["The ", "Zorblax ", "reactor ", "runs ", "on ", "molten ", "salt ", "[1], ", "and ", "it ", "was ",
+                "commissioned ", "in ", "1987."]
 QUESTION = "What does the Zorblax reactor run on?"
 DESKTOP = {"width": 1280, "height": 860}
 
@@ -47,6 +49,28 @@ def sign_in(page: Any, key: str) -> None:
     page.get_by_label("API key").fill(key)
     page.get_by_role("button", name="Sign in").click()
     page.locator("#workspace").wait_for(state="visible")
+
+
+def screenshot(page: Any, name: str) -> None:
+    """A PNG of the window, in 128 colours (a few tens of KB: they go in the README)."""
+    from PIL import Image
+
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    path = IMAGES / name
+    page.screenshot(path=str(path))
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=128)
+    small.save(path, optimize=True)
+
+
+def ask_for_a_short_answer(page: Any, llm: ScriptedServer) -> Any:
+    """Ask QUESTION with the LLM scripted to a short answer (the echo is long): the screenshots."""
+    llm.enqueue(Reply.stream(SHORT_ANSWER))
+    question(page).fill(QUESTION)
+    question(page).press("Enter")
+    answer = last_answer(page)
+    assert answer.locator(".text").inner_text() == "".join(SHORT_ANSWER)
+    return answer
 
 
 def question(page: Any) -> Any:
@@ -89,7 +113,7 @@ def test_sign_in_and_create_a_knowledge_base(alice: Watched, keyed: Served) -> N
     page.locator("#signin").wait_for(state="visible")
     sign_in(page, keyed.keys[ALICE])
     assert "Signed in" in page.locator("#whoami").inner_text()
-    assert page.locator("#documents-status").inner_text().startswith("Create a knowledge base")
+    page.get_by_text("Create a knowledge base to add documents.").wait_for()
     page.get_by_label("New knowledge base name").fill(KB)
     page.get_by_role("button", name="Create").click()
     page.get_by_text(f"Created {KB}.").wait_for()
@@ -150,11 +174,7 @@ def test_ask_streams_the_answer_and_lists_its_sources(alice: Watched) -> None:
     sources = answer.locator("ol.sources > li")
     labels = [s.locator("button").inner_text() for s in sources.all()]
     assert labels and labels[0].startswith("[1] facts.txt") and " · score " in labels[0]
-    # passages are text, never markup: the tags show as typed and make no element
-    assert '<img src=x onerror="window.__xss=1">' in sources.first.locator(".excerpt").inner_text()
-    assert page.locator("#log img, #log b").count() == 0 and page.evaluate("window.__xss") is None
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / "webapp-chat.png"))
+    assert "molten salt" in sources.first.locator(".excerpt").inner_text()
     alice.assert_clean()
 
 
@@ -229,12 +249,20 @@ def test_delete_a_document(alice: Watched, keyed: Served) -> None:
     page = alice.page
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete gate.txt").click()
-    page.get_by_text("Deleted gate.txt.").wait_for()
-    assert page.locator("#documents th").all_inner_texts() == [PDF.name, "facts.txt"] or \
-        sorted(page.locator("#documents th").all_inner_texts()) == sorted([PDF.name, "facts.txt"])
+    page.get_by_text("Deleted gate.txt. 2 documents").wait_for()
+    assert sorted(page.locator("#documents th").all_inner_texts()) == sorted([PDF.name, "facts.txt"])
     headers = {"Authorization": f"Bearer {keyed.keys[ALICE]}"}
     listed = httpx.get(keyed.server.base_url + f"/v1/knowledge-bases/{KB}/documents", headers=headers).json()
     assert sorted(d["name"] for d in listed["documents"]) == sorted([PDF.name, "facts.txt"])
+    alice.assert_clean()
+
+
+def test_screenshot_of_a_chat_with_sources(alice: Watched, llm_server: ScriptedServer) -> None:
+    page = alice.page
+    answer = ask_for_a_short_answer(page, llm_server)
+    assert answer.locator("ol.sources li").count() >= 2
+    answer.scroll_into_view_if_needed()
+    screenshot(page, "webapp-chat.png")
     alice.assert_clean()
 
 
@@ -245,22 +273,22 @@ def test_another_users_key_reaches_none_of_it(browser: Any, keyed: Served) -> No
     page.get_by_text("Create a knowledge base to add documents.").wait_for()
     assert KB not in page.locator("#kb-select").inner_text()
     assert question(page).is_disabled()
+    page.get_by_role("button", name="Sign out").click()
+    page.locator("#signin").wait_for(state="visible")
+    assert page.evaluate("localStorage.getItem('mxrag.key')") is None
     watched.assert_clean(allow=REFUSED)
     page.context.close()
 
 
-def test_a_phone_sized_window(browser: Any, keyed: Served) -> None:
+def test_a_phone_sized_window(browser: Any, keyed: Served, llm_server: ScriptedServer) -> None:
     watched = open_page(browser, keyed, viewport={"width": 375, "height": 667}, is_mobile=True, has_touch=True)
     page = watched.page
     sign_in(page, keyed.keys[ALICE])
-    question(page).fill(QUESTION)
-    question(page).press("Enter")
-    last_answer(page).locator("ol.sources li").first.wait_for()
+    answer = ask_for_a_short_answer(page, llm_server)
     assert page.evaluate("document.documentElement.scrollWidth") <= 375  # nothing wider than the screen
-    page.locator("#chat-title").scroll_into_view_if_needed()
-    page.locator("#chat-title").evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.screenshot(path=str(IMAGES / "webapp-phone.png"))
-    last_answer(page).locator("ol.sources button").first.click()
+    page.locator("article.user").last.evaluate("e => e.scrollIntoView({block: 'start'})")
+    screenshot(page, "webapp-phone.png")
+    answer.locator("ol.sources button").first.click()
     box = page.get_by_role("dialog").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375
     watched.assert_clean(allow=REFUSED)
@@ -294,6 +322,25 @@ def test_local_mode_needs_no_key(browser: Any, local: Served) -> None:
     page.context.close()
 
 
+def test_passages_are_shown_as_text_never_as_markup(browser: Any, local: Served, tmp_path: Path) -> None:
+    watched = open_page(browser, local)
+    page = watched.page
+    page.locator("#workspace").wait_for(state="visible")
+    markup = tmp_path / "markup.txt"
+    markup.write_text(MARKUP)
+    page.locator("#file-input").set_input_files(str(markup))
+    page.locator("li.upload[data-result='stored']", has_text="markup.txt").wait_for(timeout=120_000)
+    question(page).fill("What does the markup document say?")
+    question(page).press("Enter")
+    answer = last_answer(page)
+    typed = '<img src=x onerror="window.__xss=1"> <b>not bold</b>'
+    assert typed in answer.locator(".text").inner_text()  # the echoed prompt holds the passage
+    assert typed in answer.locator(".excerpt").first.inner_text()
+    assert page.locator("#log img, #log b").count() == 0 and page.evaluate("window.__xss") is None
+    watched.assert_clean()
+    page.context.close()
+
+
 # -- the graph view -----------------------------------------------------------------------------------
 
 GRAPH = {
@@ -311,7 +358,8 @@ GRAPH = {
     ],
 }
 SOURCES = [{"text": "The Zorblax reactor runs on molten salt.", "source": "facts.txt", "score": 0.9},
-           {"text": "Building 7 stores molten salt.", "source": "facts.txt", "score": 0.7}]
+           {"text": "Building 7 stores molten salt.", "source": "plan.pdf", "page": 3, "score": 0.7,
+            "image_base64": base64.b64encode(TINY_PNG).decode(), "image_mime": "image/png"}]
 
 
 def test_the_force_layout_keeps_nodes_apart_and_neighbours_close(browser: Any, local: Served) -> None:
@@ -358,5 +406,7 @@ def test_the_graph_of_an_answer_links_entities_to_passages(browser: Any, local: 
     supporting = answer.locator("ol.sources li.supporting")
     assert supporting.count() == 1 and "Building 7 stores" in supporting.inner_text()
     assert answer.locator("g.node.selected").get_attribute("data-id") == "b7"
+    image = supporting.get_by_role("img", name="Image from plan.pdf")  # a retrieved image is shown
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 2
     watched.assert_clean()
     page.context.close()

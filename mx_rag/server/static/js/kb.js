@@ -53,8 +53,8 @@ function documentRow(kb, doc, body, status) {
     if (!window.confirm(`Delete ${doc.name} from ${kb}? Its chunks stop being used for answers.`)) return;
     try {
       await call("DELETE", `${kbPath(kb)}/documents/${encodeURIComponent(doc.id)}`);
-      say(status, `Deleted ${doc.name}.`);
       await loadDocuments(kb, body, status);
+      say(status, `Deleted ${doc.name}. ${status.textContent}`);
     } catch (error) {
       say(status, `Could not delete ${doc.name}: ${error.message}`);
     }
