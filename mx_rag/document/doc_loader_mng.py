@@ -142,23 +142,31 @@ class LoaderMng:
         self.splitters: dict[str, SplitterInfo] = {}
 
     @classmethod
-    def with_defaults(cls, chunk_size: int = 750, chunk_overlap: int = 150) -> LoaderMng:
-        """A manager with every mx_rag loader and a recursive splitter for every text suffix."""
+    def with_defaults(cls, chunk_size: int = 750, chunk_overlap: int = 150, vlm: Any = None) -> LoaderMng:
+        """A manager for a text knowledge base: every text loader, a recursive splitter for each.
+
+        With ``vlm`` (an ``Img2TextLLM``), images inside documents are captioned and image files
+        (.jpg, .jpeg, .png) are loaded as their caption. Without one, image files get no loader:
+        their base64 is never indexed as text (callers list them as unsupported or skipped).
+        """
         check_int("chunk_size", chunk_size, 1, MAX_FILE_SIZE)
         check_int("chunk_overlap", chunk_overlap, 0, chunk_size - 1)
         from langchain_text_splitters import RecursiveCharacterTextSplitter
 
         from mx_rag.document import loader
+        from mx_rag.document.loader._images import check_vlm
 
+        captions = {"vlm": check_vlm(vlm)} if vlm is not None else None
         mng = cls()
-        mng.register_loader(loader.PdfLoader, [".pdf"])
-        mng.register_loader(loader.DocxLoader, [".docx"])
-        mng.register_loader(loader.PowerPointLoader, [".pptx"])
+        mng.register_loader(loader.PdfLoader, [".pdf"], captions)
+        mng.register_loader(loader.DocxLoader, [".docx"], captions)
+        mng.register_loader(loader.PowerPointLoader, [".pptx"], captions)
         mng.register_loader(loader.ExcelLoader, [".xlsx"])
-        mng.register_loader(loader.MarkdownLoader, [".md", ".markdown"])
+        mng.register_loader(loader.MarkdownLoader, [".md", ".markdown"], captions)
         mng.register_loader(loader.TextLoader, [".txt"])
         mng.register_loader(loader.HtmlLoader, [".html", ".htm"])
-        mng.register_loader(loader.ImageLoader, list(IMAGE_SUFFIXES))
+        if captions is not None:
+            mng.register_loader(loader.ImageLoader, list(IMAGE_SUFFIXES), captions)
         params = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap,
                   "separators": DEFAULT_SEPARATORS, "keep_separator": "end"}
         mng.register_splitter(RecursiveCharacterTextSplitter, list(TEXT_SUFFIXES), params)

@@ -23,6 +23,7 @@ from mx_rag.document.loader import (
     TextLoader,
 )
 from mx_rag.errors import DocumentError, ParameterError, UnsupportedFileTypeError
+from mx_rag.llm import Img2TextLLM
 
 with warnings.catch_warnings():  # langchain-community announces its sunset on import
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -184,15 +185,35 @@ def test_unregister() -> None:
     assert mng.splitters == {}
 
 
-def test_with_defaults_covers_every_loader() -> None:
+TEXT_LOADERS = {
+    ".pdf": PdfLoader, ".docx": DocxLoader, ".pptx": PowerPointLoader, ".xlsx": ExcelLoader,
+    ".md": MarkdownLoader, ".markdown": MarkdownLoader, ".txt": TextLoader, ".html": HtmlLoader,
+    ".htm": HtmlLoader,
+}
+
+
+def test_with_defaults_covers_every_text_loader() -> None:
     mng = LoaderMng.with_defaults()
-    assert {suffix: info.loader_class for suffix, info in mng.loaders.items()} == {
-        ".pdf": PdfLoader, ".docx": DocxLoader, ".pptx": PowerPointLoader, ".xlsx": ExcelLoader,
-        ".md": MarkdownLoader, ".markdown": MarkdownLoader, ".txt": TextLoader, ".html": HtmlLoader,
-        ".htm": HtmlLoader, ".jpg": ImageLoader, ".jpeg": ImageLoader, ".png": ImageLoader,
-    }
-    assert set(mng.splitters) == set(mng.loaders) - {".jpg", ".jpeg", ".png"}
+    assert {suffix: info.loader_class for suffix, info in mng.loaders.items()} == TEXT_LOADERS
+    assert set(mng.splitters) == set(mng.loaders)
     assert mng.get_splitter(".pdf").splitter_params["chunk_size"] == 750
+    assert all(info.loader_params == {} for info in mng.loaders.values())
+
+
+def test_with_defaults_keeps_images_out_of_a_text_index_without_a_vlm(docs: Path) -> None:
+    with pytest.raises(UnsupportedFileTypeError, match=r"no loader is registered for file suffix '\.png'"):
+        LoaderMng.with_defaults().load_and_split(docs / "table-multi-row-column-cells.png")
+
+
+def test_with_defaults_and_a_vlm_captions_images(vlm: Img2TextLLM) -> None:
+    mng = LoaderMng.with_defaults(vlm=vlm)
+    assert {suffix: info.loader_class for suffix, info in mng.loaders.items()} == {
+        **TEXT_LOADERS, ".jpg": ImageLoader, ".jpeg": ImageLoader, ".png": ImageLoader,
+    }
+    captioned = [suffix for suffix, info in mng.loaders.items() if info.loader_params.get("vlm") is vlm]
+    assert captioned == [".pdf", ".docx", ".pptx", ".md", ".markdown", ".jpg", ".jpeg", ".png"]
+    with pytest.raises(ParameterError, match="vlm must be None or an Img2TextLLM"):
+        LoaderMng.with_defaults(vlm="qwen-vl")
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(0, 0), (100, 100), (100, -1), (1.5, 0)])
@@ -246,9 +267,17 @@ def test_chinese_paragraph_breaks_after_sentence_ends(tmp_path: Path, docs: Path
 
 
 def test_images_are_not_split(docs: Path) -> None:
-    [doc] = LoaderMng.with_defaults(chunk_size=50, chunk_overlap=0).load_and_split(docs / "example.jpg")
+    mng = LoaderMng()
+    mng.register_loader(ImageLoader, [".jpg"])  # an image knowledge base: the base64 is embedded whole
+    [doc] = mng.load_and_split(docs / "example.jpg")
     assert doc.metadata["type"] == "image"
     assert len(doc.page_content) > 40_000
+
+
+def test_captioned_image_files_are_short_text(docs: Path, vlm: Img2TextLLM) -> None:
+    [doc] = LoaderMng.with_defaults(chunk_size=50, chunk_overlap=0, vlm=vlm).load_and_split(docs / "example.jpg")
+    assert doc.metadata["type"] == "image" and doc.page_content.startswith("echo:")
+    assert len(doc.page_content) < 1000 and len(doc.metadata["image_base64"]) > 40_000
 
 
 def test_langchain_loader_without_type_is_split(docs: Path) -> None:

@@ -220,3 +220,27 @@ def test_vlm_failure_is_a_document_error(docs: Path, vlm: Img2TextLLM, server: S
     with pytest.raises(DocumentError, match=expected) as info:
         PdfLoader(docs / "embedded-images.pdf", vlm=vlm).load()
     assert isinstance(info.value.__cause__, RemoteStatusError)
+
+
+# -- image files -----------------------------------------------------------------------------
+
+
+def test_image_file_with_a_vlm_is_its_caption(docs: Path, vlm: Img2TextLLM, server: ScriptedServer) -> None:
+    from mx_rag.document.loader import ImageLoader
+
+    [doc] = ImageLoader(docs / "table-multi-row-column-cells.png", vlm=vlm).load()
+    assert _is_caption(doc.page_content, vlm)
+    assert doc.metadata["type"] == "image" and doc.metadata["image_mime"] == "image/png"
+    assert doc.metadata["source"] == str(docs / "table-multi-row-column-cells.png")
+    assert sent_image_urls(server) == [f"data:image/png;base64,{doc.metadata['image_base64']}"]
+
+
+def test_icon_sized_image_file_with_a_vlm_is_refused_clearly(tmp_path: Path, vlm: Img2TextLLM,
+                                                             server: ScriptedServer) -> None:
+    from mx_rag.document.loader import ImageLoader
+
+    path = tmp_path / "icon.png"
+    Image.new("RGB", (32, 32), "red").save(path)
+    with pytest.raises(DocumentError, match=r"\(32x32 pixels\) got no caption"):
+        ImageLoader(path, vlm=vlm).load()
+    assert server.requests == []

@@ -1,5 +1,6 @@
 """PdfLoader on real PDFs: text per page, reading order, encryption, damaged files."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,17 @@ def test_korean_text(docs: Path) -> None:
     assert "적립 제외 대상" in page.page_content
     assert page.metadata["page"] == 1
     assert not any(line != line.rstrip() for line in page.page_content.splitlines())
+
+
+def test_chinese_text_has_no_spaces_between_characters(docs: Path) -> None:
+    # a page of the Chinese Debian Reference whose justified lines pypdf reads as "对 于 一 个"
+    [doc] = PdfLoader(docs / "debian-reference-zh-cn-p81.pdf").load()
+    text = doc.page_content
+    assert "对于一个支持多架构的软件包，你可能需要为一些命令指定架构名称。例如，使用" in text
+    assert "已经安装 debsums 软件包的，能使用debsums(1)" in text
+    assert re.search(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]", text) is None
+    assert "dpkg -L" in text and "apt-get build-dep" in text  # spaces between Latin words stay
+    assert "2.4.1 命令行中的高级软件包管理操作" in text  # and between a number and Chinese
 
 
 def test_copy_protected_pdf_opens_with_the_empty_password(docs: Path) -> None:

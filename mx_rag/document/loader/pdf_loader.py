@@ -3,8 +3,9 @@
 
 Difference from the original SDK: the original emitted one Document for the whole file and lost
 page numbers; this loader emits one text Document per page with ``metadata["page"]`` (1-based),
-in pypdf's reading order. Pages without text (scans) yield nothing: no OCR engine ships with
-mx_rag, so ``enable_ocr=True`` is refused.
+in pypdf's reading order. Blanks that pypdf puts between Chinese or Japanese characters of
+letter-spaced (justified) lines are removed ("对 于 一 个" becomes "对于一个"). Pages without text
+(scans) yield nothing: no OCR engine ships with mx_rag, so ``enable_ocr=True`` is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
@@ -38,9 +40,19 @@ logger = logging.getLogger(__name__)
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 
 
+# Chinese and Japanese characters and their punctuation (not Hangul: Korean puts spaces between words)
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+# blanks that pypdf puts between letter-spaced (justified) CJK characters: "对 于 一 个" -> "对于一个"
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])[ \t\u00a0]+(?=[{_CJK}])")
+
+
 def _tidy(text: str) -> str:
-    """Ligatures spelled out, trailing blanks of each line dropped, NULs removed."""
-    lines = (line.rstrip() for line in text.translate(_LIGATURES).splitlines())
+    """Ligatures spelled out, blanks between CJK characters and at line ends dropped, NULs removed.
+
+    Chinese and Japanese put no spaces between words, so a blank between two of their
+    characters is an artefact of the PDF's glyph spacing, never the author's.
+    """
+    lines = (_CJK_GAP.sub("", line).rstrip() for line in text.translate(_LIGATURES).splitlines())
     return clean_text("\n".join(lines))
 
 
