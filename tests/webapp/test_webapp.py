@@ -141,17 +141,21 @@ def test_upload_files_shows_a_result_per_file(alice: Watched, tmp_path: Path) ->
     alice.assert_clean(allow=REFUSED)  # the .xyz file is refused with a 400
 
 
-def test_drop_a_file_on_the_drop_zone(alice: Watched) -> None:
+def test_drop_files_on_the_drop_zone(alice: Watched) -> None:
     page = alice.page
-    page.evaluate("""() => {
+    page.evaluate("""(facts) => {
         const data = new DataTransfer();
         data.items.add(new File(["Visitors to Building 7 must sign in at the east gate."], "gate.txt",
                                 {type: "text/plain"}));
+        data.items.add(new File([facts], "facts.txt", {type: "text/plain"}));  // the same content again
         document.getElementById("dropzone").dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true}));
-    }""")
+    }""", FACTS)
     row = page.locator("li.upload[data-result]", has_text="gate.txt")
     row.wait_for(timeout=120_000)
     assert row.locator(".result").inner_text() == "stored"
+    again = page.locator("li.upload[data-result]", has_text="facts.txt").first
+    again.wait_for()
+    assert again.locator(".result").inner_text() == "unchanged"
     page.locator("#documents th", has_text="gate.txt").wait_for()
     alice.assert_clean()
 

@@ -111,11 +111,13 @@ async function ask(event) {
   $("question").value = "";
   $("send").hidden = true;
   $("stop").hidden = false;
+  $("kb-select").disabled = true; // the answer belongs to this knowledge base's conversation
   try {
     await chat.send(question, { chain: $("chain").value, k: number("k"), temperature: number("temperature") },
       running.signal);
   } finally {
     running = null;
+    $("kb-select").disabled = false;
     $("stop").hidden = true;
     $("send").hidden = false;
     $("question").focus();
