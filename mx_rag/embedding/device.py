@@ -10,6 +10,8 @@ Example:
     >>> device = select_device(0)  # device(type='cpu') on a machine without accelerators
     >>> use_half(device, True)  # fp16 only on accelerators
     False
+    >>> default_batch_size(device)  # texts per forward pass of a local embedding model
+    16
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from mx_rag.utils.common import MAX_DEVICE_ID
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["select_device", "use_half"]
+__all__ = ["BATCH_SIZES", "default_batch_size", "select_device", "use_half"]
+
+# Texts per forward pass of a local embedding model, by device type. The CPU figure is the best of
+# bench/embed_sweep.py's batch-size sweep (docs/benchmarks.md, "Ingestion"): on the CPU throughput
+# falls off past small batches. The accelerator figures are not measured here (no GPU or NPU
+# was at hand): 32 is sentence-transformers' default, bigger batches may pay on a big device.
+BATCH_SIZES = {"cpu": 16, "cuda": 32, "npu": 32, "mps": 32}
 
 
 def _npu() -> Any | None:
@@ -75,3 +83,8 @@ def use_half(device: torch.device, use_fp16: bool) -> bool:
     """Whether to run in float16: only when asked for and only on an accelerator (never the CPU)."""
     check_bool("use_fp16", use_fp16)
     return use_fp16 and device.type != "cpu"
+
+
+def default_batch_size(device: torch.device) -> int:
+    """Texts per forward pass on ``device`` when the caller does not say (``BATCH_SIZES``; 32 elsewhere)."""
+    return BATCH_SIZES.get(device.type, 32)

@@ -43,3 +43,12 @@ def test_fp16_only_on_accelerators() -> None:
     assert use_half(torch.device("cuda", 0), False) is False
     with pytest.raises(ParameterError, match=r"^use_fp16"):
         use_half(torch.device("cpu"), 1)  # type: ignore[arg-type]
+
+
+def test_default_batch_size_per_device() -> None:
+    from mx_rag.embedding.device import BATCH_SIZES, default_batch_size
+
+    assert default_batch_size(torch.device("cpu")) == BATCH_SIZES["cpu"]
+    assert default_batch_size(torch.device("cuda", 0)) == BATCH_SIZES["cuda"]
+    assert default_batch_size(torch.device("meta")) == 32  # a device type without a measured figure
+    assert all(1 <= size <= 1024 for size in BATCH_SIZES.values())

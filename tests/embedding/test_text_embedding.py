@@ -218,3 +218,112 @@ def test_concurrent_first_use_loads_once(monkeypatch: pytest.MonkeyPatch, minilm
     expected = minilm.embed_documents(texts)
     for result in results:
         assert max(abs(x - y) for u, v in zip(result, expected, strict=True) for x, y in zip(u, v, strict=True)) < 1e-5
+
+
+# -- batching: token-count order, per-device batch size, same vectors ------------------------
+
+BATCH_TEXTS = [
+    "Berlin has a population of 3.7 million.",
+    "def f(x):\n    return {k: v for k, v in x.items() if v is not None}  # dict comprehension",
+    "short",
+    "北京是中华人民共和国的首都。",
+    "The quick brown fox jumps over the lazy dog. " * 30,  # truncated at 256 tokens
+    ">>> import os; os.path.join('a', 'b') == 'a/b'",
+    "A paragraph of plain prose about rivers, bridges and the cities that grew around them.",
+    "x = [i ** 2 for i in range(10)]; y = sum(x) / len(x)",
+    "one two",
+    "Der Hund läuft im Park, und die Katze schläft auf dem Sofa.",
+    "@@@ ### $$$ %%% ^^^ &&& *** ((( ))) ___ +++ === {{{ }}} [[[ ]]] ||| \\\\\\ ::: ;;; ''' \"\"\"",
+    "Ingestion parses, splits, embeds and stores; re-ingesting unchanged files is free.",
+]
+
+
+def one_at_a_time(texts: list[str]) -> list[list[float]]:
+    """The vectors as the model gives them, each text alone (no padding, no batching, no sorting)."""
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
+    model = transformers.AutoModel.from_pretrained(str(minilm_dir()), local_files_only=True).eval()
+    vectors = []
+    with torch.inference_mode():
+        for text in texts:
+            encoded = tokenizer([text], truncation=True, max_length=256, return_tensors="pt")
+            hidden = model(**encoded)[0]
+            mean = (hidden * encoded["attention_mask"].unsqueeze(-1)).sum(dim=1) / encoded["attention_mask"].sum()
+            vectors.append(torch.nn.functional.normalize(mean, dim=-1)[0].tolist())
+    return vectors
+
+
+def max_diff(a: list[list[float]], b: list[list[float]]) -> float:
+    return max(abs(x - y) for u, v in zip(a, b, strict=True) for x, y in zip(u, v, strict=True))
+
+
+@pytest.fixture(scope="module")
+def reference_vectors() -> list[list[float]]:
+    return one_at_a_time(BATCH_TEXTS)
+
+
+@pytest.mark.parametrize("batch_size", [None, 1, 3, 16, 1024])
+def test_vectors_do_not_depend_on_batch_size(
+    minilm: TextEmbedding, reference_vectors: list[list[float]], batch_size: int | None
+) -> None:
+    assert max_diff(minilm.embed_documents(BATCH_TEXTS, batch_size=batch_size), reference_vectors) < 1e-5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_vectors_do_not_depend_on_input_order(
+    minilm: TextEmbedding, reference_vectors: list[list[float]], seed: int
+) -> None:
+    import random
+
+    order = list(range(len(BATCH_TEXTS)))
+    random.Random(seed).shuffle(order)
+    vectors = minilm.embed_documents([BATCH_TEXTS[i] for i in order], batch_size=4)
+    assert max_diff(vectors, [reference_vectors[i] for i in order]) < 1e-5
+
+
+def test_long_calls_go_window_by_window(
+    monkeypatch: pytest.MonkeyPatch, minilm: TextEmbedding, reference_vectors: list[list[float]]
+) -> None:
+    from mx_rag.embedding.local import text_embedding
+
+    monkeypatch.setattr(text_embedding, "SORT_WINDOW", 5)
+    assert max_diff(minilm.embed_documents(BATCH_TEXTS, batch_size=2), reference_vectors) < 1e-5
+
+
+def _batch_lengths(emb: TextEmbedding, texts: list[str], **kwargs: int) -> list[list[int]]:
+    """The real token counts of the texts of each forward pass."""
+    seen: list[list[int]] = []
+    hook = emb._model().model.register_forward_pre_hook(
+        lambda _module, _args, kw: seen.append(kw["attention_mask"].sum(dim=1).tolist()), with_kwargs=True
+    )
+    try:
+        emb.embed_documents(texts, **kwargs)
+    finally:
+        hook.remove()
+    return seen
+
+
+def test_batches_follow_token_counts_not_characters() -> None:
+    emb = TextEmbedding()
+    # Few characters but many tokens (symbols), and many characters but few tokens (long words):
+    # sorted by characters these would share batches with texts of very different token counts.
+    texts = ["@ # $ % ^ & * ( ) _ + = { } [ ] | : ; < > ? ~ ` !" * 2, "antidisestablishmentarianism " * 6,
+             "a b c d e f g h i j k l m n o p q r s t u v w x y z " * 2, "internationalization " * 8, "hi", "ok"]
+    batches = _batch_lengths(emb, texts, batch_size=2)
+    assert len(batches) == 3
+    flat = [n for batch in batches for n in batch]
+    assert flat == sorted(flat, reverse=True)  # longest first, by tokens, across and within batches
+
+
+def test_batch_size_defaults_to_the_devices_and_can_be_set(minilm: TextEmbedding) -> None:
+    from mx_rag.embedding.device import default_batch_size
+
+    texts = [f"sentence number {i}" for i in range(40)]
+    size = default_batch_size(minilm._model().device)
+    assert len(_batch_lengths(minilm, texts)) == math.ceil(40 / size)
+    fives = TextEmbedding(batch_size=5)
+    assert len(_batch_lengths(fives, texts)) == 8
+    assert len(_batch_lengths(fives, texts, batch_size=20)) == 2  # the call's batch_size wins
+    with pytest.raises(ParameterError, match=r"^batch_size"):
+        TextEmbedding(batch_size=0)
