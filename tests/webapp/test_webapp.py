@@ -299,7 +299,8 @@ def test_a_phone_sized_window(browser: Any, keyed: Served, llm_server: ScriptedS
     page.context.close()
 
 
-def test_screenshots_are_small_and_not_blank() -> None:
+def test_screenshots_are_small_and_not_blank(browser: Any) -> None:
+    """The two screenshots this run took (the tests above) are small and show something."""
     from PIL import Image
 
     for name in ("webapp-chat.png", "webapp-phone.png"):
@@ -322,6 +323,29 @@ def test_local_mode_needs_no_key(browser: Any, local: Served) -> None:
     page.get_by_label("New knowledge base name").fill("notes")
     page.get_by_role("button", name="Create").click()
     page.get_by_text("Created notes.").wait_for()
+    unnamed = page.evaluate("""() => [...document.querySelectorAll("input, select, textarea, button")]
+        .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim())
+        .map((e) => e.outerHTML)""")
+    assert unnamed == []  # every control has a label
+    watched.assert_clean()
+    page.context.close()
+
+
+def test_upload_a_folder(browser: Any, local: Served, tmp_path: Path) -> None:
+    folder = tmp_path / "handbook"
+    (folder / "rules").mkdir(parents=True)
+    (folder / "intro.md").write_text("# Intro\n\nThe handbook explains the east gate.\n")
+    (folder / "rules" / "visits.txt").write_text("Visitors sign in at the east gate.\n")
+    (folder / ".DS_Store").write_bytes(b"\0\1")
+    watched = open_page(browser, local)
+    page = watched.page
+    page.locator("#workspace").wait_for(state="visible")
+    page.locator("#folder-input").set_input_files(str(folder))
+    rows = page.locator("li.upload[data-result]")
+    rows.nth(1).wait_for(timeout=120_000)
+    results = {r.locator(".name").inner_text(): r.locator(".result").inner_text() for r in rows.all()}
+    assert results == {"handbook/intro.md": "stored", "handbook/rules/visits.txt": "stored"}  # hidden file skipped
+    page.locator("#documents th", has_text="visits.txt").wait_for()
     watched.assert_clean()
     page.context.close()
 
