@@ -27,6 +27,10 @@ import pytest
 from sqlalchemy import create_engine, make_url, text
 
 SERVE_TIMEOUT = 120.0
+# The suite's embedded LLM is the 135M SmolLM2 (seconds to load, fast on two cores): every
+# LocalLLMServer started without a model, in this process or a command it runs, serves it.
+# `make run` and users get the default of mx_rag.llm.models.
+os.environ.setdefault("MXRAG_LLM_MODEL", "smollm2")
 STOP_TIMEOUT = 10.0
 MODEL_ALIAS = "smollm2"
 
