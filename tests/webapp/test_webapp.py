@@ -438,3 +438,42 @@ def test_the_graph_of_an_answer_links_entities_to_passages(browser: Any, local: 
     assert image.evaluate("img => img.complete && img.naturalWidth") == 2
     watched.assert_clean()
     page.context.close()
+
+
+# -- the page's own pieces ----------------------------------------------------------------------------
+
+
+def test_an_llm_failure_is_shown_in_place_of_the_answer(browser: Any, local: Served,
+                                                         llm_server: ScriptedServer) -> None:
+    watched = open_page(browser, local)
+    page = watched.page
+    page.locator("#workspace").wait_for(state="visible")
+    page.get_by_label("Use").select_option("notes")
+    llm_server.enqueue(Reply.status(500, {"error": {"message": "the model crashed"}}))
+    question(page).fill("Where must visitors sign in?")
+    question(page).press("Enter")
+    alert = last_answer(page).get_by_role("alert")
+    alert.wait_for()
+    assert alert.inner_text().startswith("The answer failed:") and "500" in alert.inner_text()
+    assert question(page).is_enabled() and page.get_by_role("button", name="Send").is_visible()
+    watched.assert_clean()
+    page.context.close()
+
+
+def test_the_sse_reader_takes_what_openai_servers_send(browser: Any, local: Served) -> None:
+    watched = open_page(browser, local)
+    page = watched.page
+    page.locator("#workspace").wait_for(state="visible")
+    got = page.evaluate("""async () => {
+        const {readSse} = await import("/static/js/sse.js");
+        const parts = ['data: {"a":1}\\r\\n\\r\\ndata:{"b"', ':2}\\n\\n: a comment\\n\\ndata: {"c":', '3}\\n\\n',
+                       'data: [DONE]\\n\\ndata: {"after": true}\\n\\n'];
+        const bytes = new TextEncoder();
+        const body = new ReadableStream({start(c) { for (const p of parts) c.enqueue(bytes.encode(p)); c.close(); }});
+        const out = [];
+        for await (const item of readSse(body)) out.push(item);
+        return out;
+    }""")
+    assert got == [{"a": 1}, {"b": 2}, {"c": 3}]  # split anywhere, CRLF, no space, comments; nothing after [DONE]
+    watched.assert_clean()
+    page.context.close()
