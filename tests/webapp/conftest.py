@@ -114,3 +114,25 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+DESKTOP = {"width": 1280, "height": 860}
+
+
+def open_page(browser: Any, served: Served, **context: Any) -> Watched:
+    """A new browser context (its own storage) on the served page."""
+    page = browser.new_context(viewport=context.pop("viewport", DESKTOP), **context).new_page()
+    watched = watch(page)
+    page.goto(served.url)
+    return watched
+
+
+def question(page: Any) -> Any:
+    return page.get_by_role("textbox", name="Question")
+
+
+def last_answer(page: Any) -> Any:
+    """The last answer, once it has finished streaming."""
+    answer = page.locator("article.assistant").last
+    answer.and_(page.locator(":not([aria-busy])")).wait_for()
+    return answer
