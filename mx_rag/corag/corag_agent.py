@@ -45,10 +45,13 @@ from mx_rag.corag.reasoning_path import (
     subquery_key,
     usable_subquery,
 )
+from mx_rag.corag.retrieval_policy import ON_RETRIEVAL_ERROR, RetrievalStats
 from mx_rag.corag.text_budget import TextBudget, TokenCounter, TokenMeter
 from mx_rag.corag.types import DocumentSource, RetrievedDocument
+from mx_rag.errors import ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.utils.checks import check_bool, check_instance, check_int, check_number, check_str, fail
+from mx_rag.retrievers.sources import as_retrieval_error, check_top_k
+from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_number, check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import INT_32_MAX, MAX_TOP_K, TEXT_MAX_LEN
 
@@ -81,6 +84,9 @@ class CoRagAgent:
             and end the path when it gives one (after at least one retrieval). Default True,
             beyond the original, which always runs ``max_path_length`` steps.
         token_counter: (keyword) ``text -> int`` for exact token counts; default an estimate.
+        on_retrieval_error: (keyword) what a failing document source means: ``"continue"``
+            (default: the step has no documents, a WARNING is logged) or ``"raise"`` (the
+            ``RetrievalError`` propagates). Either way it is counted in ``retrieval_stats``.
 
     The agent never changes an LLM's ``llm_config``: each call gets its own copy (a hotter
     temperature for a retry, temperature 0 for greedy decoding). All per-question state lives
@@ -101,6 +107,7 @@ class CoRagAgent:
         max_tokens_per_question: int | None = None,
         early_stop: bool = True,
         token_counter: TokenCounter | None = None,
+        on_retrieval_error: str = "continue",
     ) -> None:
         if client_param is not None and not isinstance(client_param, ClientParam):
             raise fail("client_param", client_param, "None or a ClientParam")
@@ -114,6 +121,8 @@ class CoRagAgent:
             check_int("max_tokens_per_question", max_tokens_per_question, 1, 1_000_000_000)
         self.max_tokens_per_question = max_tokens_per_question
         self.early_stop = check_bool("early_stop", early_stop)
+        self.on_retrieval_error = check_choice("on_retrieval_error", on_retrieval_error, ON_RETRIEVAL_ERROR)
+        self.retrieval_stats = RetrievalStats()
         self.budget = TextBudget(context_tokens, token_counter)
         for name, llm in (("base_llm", self.base_llm), ("final_llm", self.final_llm),
                           ("sub_answer_llm", self.sub_answer_llm)):
@@ -301,15 +310,35 @@ class CoRagAgent:
             new.tokens_used = meter.used
         return new
 
-    def retrieve(self, query: str) -> list[RetrievedDocument]:
-        """Documents for ``query``; a failing source gives ``[]`` and a warning, never an error."""
+    def retrieve(self, query: str, top_k: int | None = None, *, on_error: str | None = None) -> list[RetrievedDocument]:
+        """Up to ``top_k`` (default ``retrieve_top_k``) documents with text for ``query``.
+
+        The one place a failing source is caught: it is counted in ``retrieval_stats``, then
+        ``on_error`` (default the agent's ``on_retrieval_error``) decides: ``"continue"`` logs a
+        WARNING and returns ``[]``, ``"raise"`` raises.
+
+        Raises:
+            ParameterError: ``query``, ``top_k`` or ``on_error`` is invalid.
+            RetrievalError: the source failed and the policy is ``"raise"``.
+        """
+        k = self.retrieve_top_k if top_k is None else check_top_k(top_k)
+        policy = self.on_retrieval_error if on_error is None else check_choice("on_error", on_error, ON_RETRIEVAL_ERROR)
         try:
-            found = self.source.retrieve(query, self.retrieve_top_k)
-        except Exception as exc:  # the contract: retrieval failures degrade to no documents
-            logger.warning("CoRAG retrieval failed, continuing without documents: %s: %s",
-                           type(exc).__name__, str(exc)[:300])
+            found = self.source.retrieve(query, k)
+        except ParameterError:
+            raise
+        except Exception as exc:  # any source, ours or the user's: the policy decides
+            self.retrieval_stats.record(failed=True)
+            error = as_retrieval_error(exc)
+            if policy == "raise":
+                if error is exc:
+                    raise
+                raise error from exc
+            logger.warning("CoRAG retrieval failed, continuing without documents: %s", error)
             return []
-        return [doc for doc in found if isinstance(doc, RetrievedDocument) and doc.text.strip()]
+        documents = [doc for doc in found if isinstance(doc, RetrievedDocument) and doc.text.strip()]
+        self.retrieval_stats.record(found=len(documents))
+        return documents
 
     def score_path(self, path: ReasoningPath, judge_llm: Any = None, *, meter: TokenMeter | None = None) -> float:
         """How well ``path`` supports an answer, in [0, 1]: the judge's 1-10 rating when a judge

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mx_rag.errors import RemoteError, RemoteStatusError
 from mx_rag.retrievers.sources import (
     DocumentSource,
+    RetrievalError,
     RetrievedDocument,
     RetrieverSource,
     check_query,
@@ -43,12 +44,10 @@ from mx_rag.utils.checks import check_instance, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.http import HttpClient, check_url
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
     "NO_ID",
     "RetrievalApiClient",
+    "RetrievalError",
     "RetrieverSource",
     "as_document_source",
     "normalize_retrieve_api_results",
@@ -149,10 +148,13 @@ class RetrievalApiClient:
             (https only).
         top_k: documents asked for when ``retrieve`` is called without ``top_k``, in [1, 10000].
 
-    ``retrieve`` never raises for a failing service: connection errors, timeouts, non-2xx
-    answers (after ``ClientParam.retries``), malformed or oversized JSON all give ``[]`` and a
-    WARNING. It returns at most ``top_k`` documents. One pooled connection set is shared by
-    all threads; call ``close()`` (or use ``with``) when done.
+    ``retrieve`` returns at most ``top_k`` documents; a failing service (connection error,
+    timeout, non-2xx answer after ``ClientParam.retries``, malformed or oversized JSON) raises
+    ``RetrievalError``, chained to the ``RemoteError`` (the response body, which may echo the
+    query, stays out of the message: it is on ``__cause__.body`` and logged at DEBUG). An answer
+    in none of the known shapes is no documents. The CoRAG agent turns a failure into a step
+    without documents and counts it. One pooled connection set is shared by all threads; call
+    ``close()`` (or use ``with``) when done.
 
     Example:
         >>> from mx_rag.utils import ClientParam
@@ -170,11 +172,12 @@ class RetrievalApiClient:
         self._closed = False
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDocument]:
-        """At most ``top_k`` documents for ``query``; ``[]`` (and a warning) when the API fails.
+        """At most ``top_k`` documents for ``query``.
 
         Raises:
             ParameterError: ``query`` is not a str of 1 to 1,000,000 characters, or ``top_k``
                 is not an int in [1, 10000].
+            RetrievalError: the API failed (see the class docstring).
             RuntimeError: the client is closed.
         """
         check_query(query)
@@ -184,12 +187,10 @@ class RetrievalApiClient:
         try:
             data = self._http.post_json(self.url, {"query": query, "top_k": k}).json()
         except RemoteStatusError as exc:  # the body may echo the query: DEBUG only
-            logger.warning("retrieval API answered HTTP %d, using no documents (url: %s)", exc.status_code, self.url)
             logger.debug("retrieval API error body: %s", exc.body)
-            return []
+            raise RetrievalError(f"retrieval API answered HTTP {exc.status_code} (url: {self.url})") from exc
         except RemoteError as exc:
-            logger.warning("retrieval API failed, using no documents: %s: %s", type(exc).__name__, short_error(exc))
-            return []
+            raise RetrievalError(f"retrieval API failed: {type(exc).__name__}: {short_error(exc)}") from exc
         documents = normalize_retrieve_api_results(data)
         if not documents:
             logger.debug("retrieval API %s returned no usable documents", self.url)

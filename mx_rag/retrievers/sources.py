@@ -4,6 +4,11 @@
 ``RetrieverSource`` adapts any LangChain retriever (``Retriever``, ``KnowledgeRetriever``, a graph
 retriever, ...) to that protocol; CoRAG reads knowledge bases through it, the retrieval servers
 serve it, and ``mx_rag.corag.retrieval_api.RetrievalApiClient`` is the same protocol over HTTP.
+
+A source that fails raises (``RetrievalError``, or the ``MxRagError`` its retriever raised); it
+never answers ``[]`` for a failure. Whoever calls it decides what a failure means: the CoRAG
+agent continues without documents and counts the failure (its ``on_retrieval_error`` policy),
+the retrieval server answers 5xx.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mx_rag.errors import ParameterError
+from mx_rag.errors import MxRagError
 from mx_rag.utils.checks import check_instance, check_int, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
@@ -21,12 +26,30 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
-__all__ = ["DocumentSource", "RetrievedDocument", "RetrieverSource"]
+    from mx_rag.retrievers.call_settings import CallSettingsRetriever
+
+__all__ = ["DocumentSource", "RetrievalError", "RetrievedDocument", "RetrieverSource", "as_retrieval_error"]
 
 logger = logging.getLogger(__name__)
 
 METADATA_ID_KEYS = ("chunk_id", "id")
 _ERROR_CHARS = 300
+
+
+class RetrievalError(MxRagError):
+    """A document source could not answer: its retriever, store or retrieval API failed.
+
+    The message names the failure (``"<ErrorType>: <message>"`` for a wrapped error, never the
+    query or a response body); the original exception is chained as ``__cause__``.
+    """
+
+
+def as_retrieval_error(exc: BaseException) -> RetrievalError:
+    """``exc`` itself when it is a ``RetrievalError``, else a ``RetrievalError`` naming it (chain
+    it with ``raise as_retrieval_error(exc) from exc``)."""
+    if isinstance(exc, RetrievalError):
+        return exc
+    return RetrievalError(f"{type(exc).__name__}: {short_error(exc)}")
 
 
 @dataclass(frozen=True)
@@ -40,7 +63,8 @@ class RetrievedDocument:
 @runtime_checkable
 class DocumentSource(Protocol):
     """Anything that answers ``retrieve(query, top_k)``: the retrieval-API client, or an adapter
-    over a ``Retriever`` / knowledge base. Failures degrade to an empty list (and a warning)."""
+    over a ``Retriever`` / knowledge base. A failure raises (``RetrievalError`` or another
+    ``MxRagError``); ``[]`` means the source found nothing."""
 
     def retrieve(self, query: str, top_k: int) -> list[RetrievedDocument]: ...
 
@@ -72,6 +96,12 @@ def _base_retriever_class() -> type:
     return BaseRetriever
 
 
+def _call_settings_class() -> type[CallSettingsRetriever]:
+    from mx_rag.retrievers.call_settings import CallSettingsRetriever
+
+    return CallSettingsRetriever
+
+
 def _document_id(doc: Document) -> str:
     for key in METADATA_ID_KEYS:
         found = id_text(doc.metadata.get(key)) if isinstance(doc.metadata, dict) else None
@@ -92,12 +122,15 @@ class RetrieverSource:
         top_k: documents asked for when ``retrieve`` is called without ``top_k``; None uses
             the retriever's own setting.
 
-    A per-call ``top_k`` is honoured on a copy of the retriever (never by changing the shared
-    one) when it has a ``k`` field (``Retriever``, ``BMRetriever``...) or ``search_kwargs``
-    (LangChain's ``VectorStoreRetriever``); otherwise the results are cut to ``top_k``. Ids
-    come from metadata ``chunk_id`` or ``id``, then ``Document.id``, else the first 16 hex
-    digits of the text's SHA-256 (stable across runs). ``retrieve`` logs a warning and
-    returns ``[]`` when the retriever fails; ``retrieve_strict`` raises instead.
+    A per-call ``top_k`` is passed to the retriever's ``invoke`` as ``k`` when it takes per-call
+    settings (every mx_rag retriever); a LangChain retriever with a ``k`` field (``BM25Retriever``)
+    or ``search_kwargs`` (``VectorStoreRetriever``) is asked on a copy (the shared one is never
+    changed); any other is asked as it is and its results are cut to ``top_k``. Ids come from
+    metadata ``chunk_id`` or ``id``, then ``Document.id``, else the first 16 hex digits of the
+    text's SHA-256 (stable across runs).
+
+    A failing retriever raises: an ``MxRagError`` (``StorageError``, ``RemoteError``...) as it is,
+    anything else as a ``RetrievalError`` chained to it.
 
     Example:
         >>> source = RetrieverSource(kb.retriever(k=5))            # doctest: +SKIP
@@ -110,49 +143,45 @@ class RetrieverSource:
         self.top_k = None if top_k is None else check_top_k(top_k)
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDocument]:
-        """At most ``top_k`` documents for ``query``; ``[]`` (and a warning) when the retriever fails.
+        """At most ``top_k`` documents for ``query``.
 
         Raises:
             ParameterError: ``query`` or ``top_k`` is out of range.
+            MxRagError: the retriever failed (a ``RetrievalError`` for an error of another type).
         """
         check_query(query)
         k = self.top_k if top_k is None else check_top_k(top_k)
         try:
-            return self._search(query, k)
-        except ParameterError:
+            docs = self._invoke(query, k)
+        except MxRagError:
             raise
-        except Exception as exc:  # the protocol: a failing source degrades to no documents
-            logger.warning("retriever failed, using no documents: %s: %s", type(exc).__name__, short_error(exc))
-            logger.debug("retriever failure", exc_info=True)
-            return []
-
-    def retrieve_strict(self, query: str, top_k: int | None = None) -> list[RetrievedDocument]:
-        """Like ``retrieve``, but the retriever's errors propagate (used by the retrieval server)."""
-        check_query(query)
-        return self._search(query, self.top_k if top_k is None else check_top_k(top_k))
-
-    def _search(self, query: str, top_k: int | None) -> list[RetrievedDocument]:
-        docs = self._sized(top_k).invoke(query)
-        if top_k is not None:
-            docs = docs[:top_k]
+        except Exception as exc:
+            raise as_retrieval_error(exc) from exc
+        if k is not None:
+            docs = docs[:k]
         return [RetrievedDocument(id=_document_id(d), text=d.page_content) for d in docs if d.page_content]
 
-    def _sized(self, top_k: int | None) -> Any:
-        """The retriever, or a shallow copy of it asking for ``top_k`` results.
+    retrieve_strict = retrieve
+    """The same as ``retrieve`` (kept for callers of the time when ``retrieve`` returned ``[]``
+    for a failure)."""
 
-        Copied per call (cheap) rather than cached, so later changes to the retriever (say
+    def _invoke(self, query: str, top_k: int | None) -> list[Document]:
+        """The retriever's documents for ``query``, asking for ``top_k`` of them when it can.
+
+        Settings are never cached on a copy, so later changes to the retriever (say
         ``Retriever.set_filter``) are always seen.
         """
         base: Any = self.retriever
         if top_k is None:
-            return base
+            return list(base.invoke(query))
+        if isinstance(self.retriever, _call_settings_class()):
+            return list(self.retriever.invoke(query, k=top_k))
         fields = getattr(type(base), "model_fields", {})
         if "k" in fields and isinstance(base.k, int):
-            return base if base.k == top_k else base.model_copy(update={"k": top_k})
-        search_kwargs = getattr(base, "search_kwargs", None)
-        if "search_kwargs" in fields and isinstance(search_kwargs, dict):
-            return base.model_copy(update={"search_kwargs": {**search_kwargs, "k": top_k}})
-        return base
+            base = base if base.k == top_k else base.model_copy(update={"k": top_k})
+        elif "search_kwargs" in fields and isinstance(getattr(base, "search_kwargs", None), dict):
+            base = base.model_copy(update={"search_kwargs": {**base.search_kwargs, "k": top_k}})
+        return list(base.invoke(query))
 
     def __repr__(self) -> str:
         return f"RetrieverSource({type(self.retriever).__name__}, top_k={self.top_k})"

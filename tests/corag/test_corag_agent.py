@@ -28,11 +28,13 @@ from mx_rag.corag.prompts import (
     parse_subquery,
     unique_documents,
 )
+from mx_rag.corag.retrieval_policy import RetrievalCounts
 from mx_rag.corag.text_budget import TextBudget, estimate_tokens, truncate_middle
 from mx_rag.corag.types import RetrievedDocument
 from mx_rag.errors import ParameterError
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
 from mx_rag.retrievers import Retriever
+from mx_rag.retrievers.sources import RetrievalError
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 from mx_rag.testing import HashEmbedding, RecordedRequest, Reply, ScriptedServer
@@ -247,6 +249,44 @@ def test_failing_source_gives_no_documents_and_the_path_goes_on(
     assert path.documents == [[], []] and path.document_ids == [[], []]
     assert len(server.requests) == 2  # no sub-answer call without documents
     assert "retrieval service down" in caplog.text
+
+
+def test_the_agent_counts_failed_and_empty_retrievals(server: ScriptedServer, llm: Text2TextLLM) -> None:
+    failing = CoRagAgent(llm, FailingSource())
+    assert failing.retrieve("q") == [] and failing.retrieve("q", top_k=2) == []
+    assert failing.retrieval_stats.snapshot() == RetrievalCounts(calls=2, failures=2, empty=0)
+    fixed = CoRagAgent(llm, FixedSource(["Paris is in France.", "  "]))
+    assert [d.text for d in fixed.retrieve("q")] == ["Paris is in France."]
+    empty = CoRagAgent(llm, FixedSource(["  "]))
+    assert empty.retrieve("q") == []
+    assert fixed.retrieval_stats.snapshot() == RetrievalCounts(calls=1, failures=0, empty=0)
+    assert empty.retrieval_stats.snapshot() == RetrievalCounts(calls=1, failures=0, empty=1)
+
+
+def test_on_retrieval_error_raise_propagates_a_retrieval_error(server: ScriptedServer, llm: Text2TextLLM) -> None:
+    agent = CoRagAgent(llm, FailingSource(), on_retrieval_error="raise")
+    server.enqueue(*chats("SubQuery: first"))
+    with pytest.raises(RetrievalError, match=r"^ConnectionError: retrieval service down$") as raised:
+        agent.sample_path("a question", TASK, max_path_length=2)
+    assert isinstance(raised.value.__cause__, ConnectionError)
+    assert agent.retrieval_stats.snapshot().failures == 1
+    lenient = CoRagAgent(llm, FailingSource())
+    with pytest.raises(RetrievalError):
+        lenient.retrieve("q", on_error="raise")  # one call may ask for the error
+    with pytest.raises(ParameterError, match="on_retrieval_error"):
+        CoRagAgent(llm, FailingSource(), on_retrieval_error="ignore")
+    with pytest.raises(ParameterError, match="on_error"):
+        lenient.retrieve("q", on_error="skip")
+
+
+def test_a_retrieval_error_is_raised_as_it_is(server: ScriptedServer, llm: Text2TextLLM) -> None:
+    class DownApi:
+        def retrieve(self, query: str, top_k: int) -> list[RetrievedDocument]:
+            raise RetrievalError("retrieval API answered HTTP 503 (url: http://kb/retrieve)")
+
+    with pytest.raises(RetrievalError, match="HTTP 503") as raised:
+        CoRagAgent(llm, DownApi(), on_retrieval_error="raise").retrieve("q")
+    assert raised.value.__cause__ is None
 
 
 def test_retrieve_api_url_is_used_through_the_http_client(server: ScriptedServer, llm: Text2TextLLM) -> None:

@@ -151,28 +151,28 @@ def test_failures_count_as_wrong(retrieval_url: str, tmp_path: Path) -> None:
     assert records[2]["question"] is None and records[2]["time"] == [0.0, 0.0]
 
 
-def test_failing_retrieval_server_degrades_and_is_counted(tmp_path: Path) -> None:
+def test_a_failing_retrieval_server_is_counted_as_failures_not_empty_answers(tmp_path: Path) -> None:
     item = HOTPOT_ITEMS[0]
     router = RoutedLLM({item["question"]: Script(titles(item), ["a spirit"])})
     with ScriptedServer() as broken:  # answers every retrieval with 404
         report, _ = evaluate(router, broken.url("/retrieve"), [item], tmp_path)
         assert len(broken.requests) == 3  # two steps and the naive baseline
     summary, record = report[0], report[1]
-    assert record["retrieval_calls"] == 3 and record["empty_retrievals"] == 3
+    assert record["retrieval_calls"] == 3 and record["retrieval_failures"] == 3 and record["empty_retrievals"] == 0
     assert [s["subanswer"] for s in record["reasoning_steps"]] == [NO_RELEVANT_INFO] * 2
-    assert record["naive_prediction"] == NO_RELEVANT_INFO and record["naive_is_correct"] is False
-    assert record["is_correct"] is True  # the (scripted) final answer is still judged
-    assert record["corag_recall"]["hits"] == 0 and summary["empty_retrieval_count"] == 3
+    url = broken.url("/retrieve")
+    assert record["naive_error"] == f"retrieval failed: retrieval API answered HTTP 404 (url: {url})"
+    assert record["naive_prediction"] == "" and record["naive_is_correct"] is False
+    assert record["is_correct"] is True and record["error"] is None  # the path went on; its answer is judged
+    assert record["corag_recall"]["hits"] == 0
+    assert summary["retrieval_failure_count"] == 3 and summary["empty_retrieval_count"] == 0
 
 
 class BrokenSource:
-    """A DocumentSource whose backend is down (``retrieve_strict`` raises, ``retrieve`` degrades)."""
-
-    def retrieve_strict(self, query: str, top_k: int) -> list[RetrievedDocument]:
-        raise ConnectionError("index offline")
+    """A user's DocumentSource whose backend is down: it raises an error of its own type."""
 
     def retrieve(self, query: str, top_k: int) -> list[RetrievedDocument]:
-        return []
+        raise ConnectionError("index offline")
 
 
 def test_failing_source_counts_failures(tmp_path: Path) -> None:

@@ -26,8 +26,9 @@ from mx_rag.corag.retrieval_api import (
     normalize_retrieve_api_results,
 )
 from mx_rag.corag.types import DocumentSource, RetrievedDocument
-from mx_rag.errors import ParameterError
+from mx_rag.errors import ParameterError, RemoteError, RemoteStatusError, StorageError
 from mx_rag.retrievers import Retriever
+from mx_rag.retrievers.sources import RetrievalError
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 from mx_rag.testing import HashEmbedding, Reply, ScriptedServer
@@ -181,19 +182,20 @@ def test_client_sends_the_api_key(server: ScriptedServer) -> None:
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
-def test_500_after_retries_gives_no_documents_and_a_warning(
+def test_500_after_retries_raises_a_retrieval_error_without_the_body(
     server: ScriptedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.enqueue(*[Reply.status(500, "index exploded")] * 3)
     with (
         RetrievalApiClient(server.url(PATH), client_param=http_param(retries=2)) as client,
-        caplog.at_level(logging.WARNING, logger=LOGGER),
+        caplog.at_level(logging.DEBUG, logger=LOGGER),
+        pytest.raises(RetrievalError, match="retrieval API answered HTTP 500") as raised,
     ):
-        assert client.retrieve("a question", 3) == []
+        client.retrieve("a question", 3)
     assert len(server.requests) == 3
-    (record,) = [r for r in caplog.records if r.name == LOGGER]
-    assert record.levelno == logging.WARNING and "HTTP 500" in record.getMessage()
-    assert "index exploded" not in record.getMessage()  # a body may echo the query: not at WARNING
+    assert "index exploded" not in str(raised.value)  # a body may echo the query: not in the message
+    assert isinstance(raised.value.__cause__, RemoteStatusError) and raised.value.__cause__.body == "index exploded"
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == LOGGER)
 
 
 def test_a_retried_500_then_success_returns_documents(server: ScriptedServer) -> None:
@@ -219,27 +221,26 @@ def free_port() -> int:
     ],
     ids=["malformed_json", "404_not_retried", "dropped_connection", "read_timeout", "too_large"],
 )
-def test_failing_server_gives_no_documents_and_a_warning(
-    server: ScriptedServer, caplog: pytest.LogCaptureFixture, replies: list[Reply], param: dict[str, Any], error: str
+def test_failing_server_raises_a_retrieval_error_naming_the_failure(
+    server: ScriptedServer, replies: list[Reply], param: dict[str, Any], error: str
 ) -> None:
     server.enqueue(*replies)
     with (
         RetrievalApiClient(server.url(PATH), client_param=http_param(**param)) as client,
-        caplog.at_level(logging.WARNING, logger=LOGGER),
+        pytest.raises(RetrievalError, match=error) as raised,
     ):
-        assert client.retrieve("q", 3) == []
-    assert error in caplog.text
+        client.retrieve("q", 3)
+    assert isinstance(raised.value.__cause__, RemoteError)
     assert len(server.requests) == len(replies)
 
 
-def test_connection_refused_gives_no_documents_and_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_connection_refused_raises_a_retrieval_error() -> None:
     url = f"http://127.0.0.1:{free_port()}{PATH}"
     with (
         RetrievalApiClient(url, client_param=http_param(retries=1)) as client,
-        caplog.at_level(logging.WARNING, logger=LOGGER),
+        pytest.raises(RetrievalError, match="RemoteConnectionError"),
     ):
-        assert client.retrieve("q", 3) == []
-    assert "RemoteConnectionError" in caplog.text
+        client.retrieve("q", 3)
 
 
 def test_concurrent_use_from_16_threads(server: ScriptedServer, api: RetrievalApiClient) -> None:
@@ -381,12 +382,13 @@ class ListRetriever(BaseRetriever):
 
     docs: list[Document] = Field(default_factory=list)
     error: str = ""
+    error_type: str = "runtime"
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
     ) -> list[Document]:
         if self.error:
-            raise RuntimeError(self.error)
+            raise (StorageError if self.error_type == "storage" else RuntimeError)(self.error)
         return list(self.docs)
 
 
@@ -404,13 +406,18 @@ def test_ids_come_from_metadata_then_document_id_then_a_hash() -> None:
     assert [d.text for d in source.retrieve("q", top_k=2)] == ["a", "b"]  # no k field: cut
 
 
-def test_failing_retriever_gives_no_documents_and_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_retriever_raises() -> None:
     source = RetrieverSource(ListRetriever(error="vector store offline"))
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert source.retrieve("q", 3) == []
-    assert "vector store offline" in caplog.text and "RuntimeError" in caplog.text
-    with pytest.raises(RuntimeError, match="offline"):
-        source.retrieve_strict("q", 3)
+    with pytest.raises(RetrievalError, match=r"^RuntimeError: vector store offline$") as raised:
+        source.retrieve("q", 3)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert source.retrieve_strict == source.retrieve  # the old name of the raising call
+
+
+def test_a_retriever_raising_an_mx_rag_error_keeps_its_type() -> None:
+    source = RetrieverSource(ListRetriever(error="table lost", error_type="storage"))
+    with pytest.raises(StorageError, match="table lost"):
+        source.retrieve("q", 3)
 
 
 def test_retriever_source_checks_its_arguments(retriever: Retriever) -> None:

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The evaluator's checkpoint: ``<save_file>.partial.jsonl``, one finished question per line.
+
+Its first line (the header) pins the eval file's content and the settings that change results;
+``read_checkpoint`` refuses a checkpoint of another file or other settings. Also the atomic JSON
+write of the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from mx_rag.corag.datasets import parse_item
+from mx_rag.errors import ParameterError
+
+__all__ = [
+    "CHECKPOINT_SUFFIX",
+    "CHECKPOINT_TYPE",
+    "CHECKPOINT_VERSION",
+    "Checkpoint",
+    "atomic_write_json",
+    "checkpoint_path",
+    "digest",
+    "question_keys",
+    "read_checkpoint",
+    "retryable",
+]
+
+logger = logging.getLogger("mx_rag.corag.evaluator")
+
+CHECKPOINT_SUFFIX = ".partial.jsonl"
+CHECKPOINT_TYPE = "CoRagEvaluator checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=4, ensure_ascii=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def checkpoint_path(save_file: str | os.PathLike[str]) -> Path:
+    """Where ``evaluate(..., save_file)`` keeps its finished questions: ``<save_file>.partial.jsonl``."""
+    path = Path(save_file)
+    return path.with_name(path.name + CHECKPOINT_SUFFIX)
+
+
+def question_keys(records: list[Any]) -> list[str]:
+    """One key per record: its id (``id``/``_id``/...), or ``#<index>`` without one or for a repeated id."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(records):
+        try:
+            key = parse_item(raw, index).id
+        except ParameterError:
+            key = ""
+        if not key or key in seen or key.startswith("#"):
+            key = f"#{index}"
+        seen.add(key)
+        keys.append(key)
+    return keys
+
+
+def digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def retryable(record: dict[str, Any]) -> bool:
+    """A valid question whose run failed (an invalid record fails the same way every time)."""
+    return record.get("question") is not None and (record.get("error") is not None
+                                                    or record.get("naive_error") is not None)
+
+
+def read_checkpoint(path: Path, header: dict[str, Any], keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The finished records of the checkpoint at ``path`` by question key; {} when there is none.
+
+    Raises:
+        ParameterError: the file is not a checkpoint, or it was written for another eval file or
+            other settings.
+    """
+    if not path.is_file():
+        return {}
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines or not lines[0].strip():  # stopped before its header was written
+        return {}
+    advice = "pass restart=True (mxrag corag evaluate --restart) to discard it, or choose another save_file"
+    try:
+        found = json.loads(lines[0])
+    except ValueError:
+        found = None
+    if not isinstance(found, dict) or found.get("type") != CHECKPOINT_TYPE:
+        raise ParameterError(f"{path} is not a CoRagEvaluator checkpoint; {advice}")
+    if found.get("version") != CHECKPOINT_VERSION:
+        raise ParameterError(f"checkpoint {path} has format version {found.get('version')!r}, this version "
+                             f"reads {CHECKPOINT_VERSION}; {advice}")
+    if found.get("eval_sha256") != header["eval_sha256"]:
+        raise ParameterError(
+            f"checkpoint {path} belongs to another eval file ({found.get('eval_file')!r}, "
+            f"{found.get('questions')} questions), not {header['eval_file']!r} ({header['questions']} questions); "
+            f"{advice}")
+    then, now = found.get("settings") or {}, json.loads(json.dumps(header["settings"]))
+    changed = [f"{name} {then.get(name)!r} then, {now.get(name)!r} now"
+               for name in sorted(set(then) | set(now)) if then.get(name) != now.get(name)]
+    if changed:
+        raise ParameterError(f"checkpoint {path} was written with other settings ({'; '.join(changed)}); {advice}")
+    known = set(keys)
+    done: dict[str, dict[str, Any]] = {}
+    broken = 0
+    for line in lines[1:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            broken += bool(line.strip())
+            continue
+        if isinstance(entry, dict) and entry.get("key") in known and isinstance(entry.get("record"), dict):
+            done[entry["key"]] = entry["record"]  # a later line (a retried question) wins
+        else:
+            broken += 1
+    if broken:
+        logger.warning("%s: ignoring %d broken or unknown line(s)", path, broken)
+    return done
+
+
+class Checkpoint:
+    """The checkpoint file, appended one finished question at a time (flushed, fsynced, under a lock)."""
+
+    def __init__(self, path: Path, header: dict[str, Any], kept: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *kept])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:  # a clean start: no half-written last line to append to, no stale failed records
+            with tmp.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: TextIO = path.open("a", encoding="utf-8")
+
+    def write(self, entry: dict[str, Any]) -> None:
+        text = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
