@@ -29,11 +29,11 @@ export function cleanGraph(graph) {
 }
 
 /**
- * Positions {id: {x, y}} inside width x height (a margin kept free), by Fruchterman-Reingold:
+ * Positions {id: {x, y}} inside width x height (margins kept free), by Fruchterman-Reingold:
  * every pair repels, every edge pulls, the step shrinks each round. Deterministic: the nodes
  * start on a circle in their order.
  */
-export function layout(graph, { width = 640, height = 360, iterations = 300, margin = 30 } = {}) {
+export function layout(graph, { width = 640, height = 360, iterations = 300, marginX = 70, marginY = 30 } = {}) {
   const { nodes, edges } = cleanGraph(graph);
   const n = nodes.length;
   const pos = new Map();
@@ -44,7 +44,7 @@ export function layout(graph, { width = 640, height = 360, iterations = 300, mar
     const r = n > 1 ? Math.min(width, height) / 3 : 0;
     pos.set(node.id, { x: cx + r * Math.cos(angle), y: cy + r * Math.sin(angle) });
   });
-  const k = Math.sqrt(((width - 2 * margin) * (height - 2 * margin)) / Math.max(n, 1)) * 0.8;
+  const k = Math.sqrt(((width - 2 * marginX) * (height - 2 * marginY)) / Math.max(n, 1)) * 0.8;
   let step = width / 10;
   for (let round = 0; round < iterations && n > 1; round++) {
     const shift = new Map(nodes.map((node) => [node.id, { x: 0, y: 0 }]));
@@ -81,8 +81,8 @@ export function layout(graph, { width = 640, height = 360, iterations = 300, mar
       const len = Math.max(Math.hypot(s.x, s.y), 0.01);
       p.x += (s.x / len) * Math.min(len, step);
       p.y += (s.y / len) * Math.min(len, step);
-      p.x = Math.min(width - margin, Math.max(margin, p.x));
-      p.y = Math.min(height - margin, Math.max(margin, p.y));
+      p.x = Math.min(width - marginX, Math.max(marginX, p.x)); // room for a label either side
+      p.y = Math.min(height - marginY, Math.max(marginY, p.y));
     }
     step = Math.max(step * 0.97, 0.5);
   }
