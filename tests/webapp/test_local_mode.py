@@ -186,3 +186,21 @@ def test_the_sse_reader_takes_what_openai_servers_send(browser: Any, local: Serv
     assert got == [{"a": 1}, {"b": 2}, {"c": 3}]  # split anywhere, CRLF, no space, comments; nothing after [DONE]
     watched.assert_clean()
     page.context.close()
+
+
+def test_a_graph_knowledge_base_answers_with_the_graph_chain(browser: Any, local: Served) -> None:
+    """Last in this module: it makes ``atlas`` a graph knowledge base, which the page may choose."""
+    watched = open_page(browser, local)
+    page = watched.page
+    page.locator("#workspace").wait_for(state="visible")
+    page.get_by_label("New knowledge base name").fill("atlas")
+    page.get_by_label("Keep an entity graph (for the graph chain)").check()
+    page.get_by_role("button", name="Create").click()
+    page.get_by_text("Created atlas.").wait_for()
+    assert page.locator("#kb-select option:checked").inner_text() == "atlas (graph)"
+    assert page.get_by_label("Chain", exact=True).input_value() == "graph"
+    assert page.get_by_label("Keep an entity graph (for the graph chain)").is_checked() is False
+    page.get_by_label("Use").select_option("notes")
+    assert page.get_by_label("Chain", exact=True).input_value() == "single"
+    watched.assert_clean()
+    page.context.close()

@@ -176,7 +176,7 @@ def test_a_source_opens_in_a_dialog(alice: Watched) -> None:
 
 def test_chain_k_and_temperature_go_with_the_question(alice: Watched) -> None:
     page = alice.page
-    page.get_by_label("Chain").select_option("hybrid")
+    page.get_by_label("Chain", exact=True).select_option("hybrid")
     page.get_by_label("Passages (k)").fill("2")
     page.get_by_label("Temperature").fill("0.3")
     question(page).fill("What is LayoutParser for in document image analysis?")
@@ -187,7 +187,7 @@ def test_chain_k_and_temperature_go_with_the_question(alice: Watched) -> None:
     assert body["stream"] is True and body["messages"][0] == {"role": "user", "content": QUESTION}
     labels = last_answer(page).locator("ol.sources button").all_inner_texts()
     assert len(labels) == 2 and any(PDF.name in label and "page 1" in label for label in labels)
-    page.get_by_label("Chain").select_option("single")
+    page.get_by_label("Chain", exact=True).select_option("single")
     page.get_by_label("Passages (k)").fill("")
     page.get_by_label("Temperature").fill("")
     alice.assert_clean()

@@ -10,14 +10,20 @@ export function chosenKb() {
   return localStorage.getItem(CHOSEN) || "";
 }
 
+/** The names of the caller's graph knowledge bases (those that keep an entity graph). */
+export const graphKbs = new Set();
+
 /** Fill the <select> with the caller's knowledge bases; returns the chosen name ("" if none). */
 export async function loadKbs(select) {
   const { knowledge_bases: kbs } = await call("GET", "/v1/knowledge-bases");
   const names = kbs.map((kb) => kb.name);
+  graphKbs.clear();
+  for (const kb of kbs) if (kb.graph) graphKbs.add(kb.name);
   const chosen = names.includes(chosenKb()) ? chosenKb() : names[0] || "";
   select.replaceChildren(
     ...(names.length ? [] : [el("option", { value: "" }, "(none yet: create one)")]),
-    ...names.map((name) => el("option", { value: name, selected: name === chosen }, name)),
+    ...names.map((name) => el("option", { value: name, selected: name === chosen },
+      graphKbs.has(name) ? `${name} (graph)` : name)),
   );
   select.value = chosen;
   choose(chosen);
@@ -29,8 +35,8 @@ export function choose(name) {
   else localStorage.removeItem(CHOSEN);
 }
 
-export async function createKb(name) {
-  await call("POST", "/v1/knowledge-bases", { name });
+export async function createKb(name, graph) {
+  await call("POST", "/v1/knowledge-bases", graph ? { name, graph: true } : { name });
   choose(name);
 }
 

@@ -4,7 +4,7 @@
 import { ApiError, call, savedKey, saveKey } from "./api.js";
 import { Chat, forgetConversations } from "./chat.js";
 import { say } from "./dom.js";
-import { choose, createKb, loadDocuments, loadKbs } from "./kb.js";
+import { choose, createKb, graphKbs, loadDocuments, loadKbs } from "./kb.js";
 import { droppedFiles, inputFiles, uploadAll } from "./upload.js";
 
 const $ = (id) => document.getElementById(id);
@@ -70,6 +70,9 @@ async function refreshKbs() {
 
 function showKb() {
   chat.load(kb);
+  const chain = $("chain");
+  if (graphKbs.has(kb)) chain.value = "graph"; // answers over its entity graph by default
+  else if (chain.value === "graph") chain.value = "single";
   for (const id of ["question", "send", "file-input", "folder-input"]) $(id).disabled = !kb;
   $("dropzone").classList.toggle("disabled", !kb);
   refreshDocuments();
@@ -87,11 +90,12 @@ async function create(event) {
   event.preventDefault();
   const name = $("kb-name").value.trim();
   try {
-    await createKb(name);
+    await createKb(name, $("kb-graph").checked);
   } catch (error) {
     return say($("kb-error"), `Could not create ${name || "it"}: ${error.message}`);
   }
   $("kb-name").value = "";
+  $("kb-graph").checked = false;
   await refreshKbs();
   say($("kb-error"), "");
   say($("kb-status"), `Created ${name}.`);
