@@ -88,21 +88,27 @@ class Asking:
         return self._stream(chain, question, as_json)
 
     def _stream(self, chain: Any, question: Any, as_json: bool) -> str:
-        parts: list[str] = []
-        for kind, value in self.answerer.stream(chain, question, self.config()):
-            if kind == "delta":
-                parts.append(value)
+        """Print each new piece of the answer as it comes (as ``Answerer.stream``), then the sources."""
+        from mx_rag.server.answers import source_entries
+
+        sent, last = "", {}
+        for item in chain.query(question.text, self.config().replace(stream=True)):
+            last = item
+            text = item.get("result", "")
+            if text.startswith(sent) and len(text) > len(sent):
+                piece, sent = text[len(sent):], text
                 if as_json:
-                    typer.echo(json.dumps({"delta": value}, ensure_ascii=False))
+                    typer.echo(json.dumps({"delta": piece}, ensure_ascii=False))
                 else:
-                    sys.stdout.write(value)
+                    sys.stdout.write(piece)
                     sys.stdout.flush()
-            elif as_json:
-                typer.echo(json.dumps({"sources": value}, ensure_ascii=False))
-            else:
-                typer.echo("")
-                print_sources(value)
-        return "".join(parts).strip()
+        sources = _with_paths(source_entries(last), last)
+        if as_json:
+            typer.echo(json.dumps({"sources": sources}, ensure_ascii=False))
+        else:
+            typer.echo("")
+            print_sources(sources)
+        return sent.strip()
 
 
 def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[dict[str, Any]]:
