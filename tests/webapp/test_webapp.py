@@ -6,7 +6,7 @@ kept over a reload, a document deleted, a wrong key and another user's key, a ph
 keyboard-only use, and no console error anywhere (local mode and the graph view: ``test_local_mode``).
 
 The tests of the ``alice`` page run in order on one page (one sign-in, one conversation).
-Screenshots go to ``docs/images/webapp-chat.png`` and ``docs/images/webapp-phone.png``.
+Screenshots go to ``docs/images/webapp-chat.png``, ``webapp-phone.png`` and ``webapp-upload.png``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def sign_in(page: Any, key: str) -> None:
 
 
 def screenshot(page: Any, name: str) -> None:
-    """A PNG of the window, in 128 colours (a few tens of KB: they go in the README)."""
+    """A PNG of the window (or of one element: a locator), in 128 colours (a few tens of KB)."""
     from PIL import Image
 
     IMAGES.mkdir(parents=True, exist_ok=True)
@@ -136,6 +136,7 @@ def test_drop_files_on_the_drop_zone(alice: Watched) -> None:
     again.wait_for()
     assert again.locator(".result").inner_text() == "unchanged"
     page.locator("#documents th", has_text="gate.txt").wait_for()
+    screenshot(page.locator("section", has=page.locator("#kb-title")), "webapp-upload.png")
     alice.assert_clean()
 
 
@@ -282,7 +283,7 @@ def test_screenshots_are_small_and_not_blank(browser: Any) -> None:
     """The two screenshots this run took (the tests above) are small and show something."""
     from PIL import Image
 
-    for name in ("webapp-chat.png", "webapp-phone.png"):
+    for name in ("webapp-chat.png", "webapp-phone.png", "webapp-upload.png"):
         path = IMAGES / name
         assert path.stat().st_size < 200_000, f"{name} is {path.stat().st_size} bytes"
         with Image.open(path) as image:
