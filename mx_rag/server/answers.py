@@ -101,8 +101,8 @@ class Answerer:
                 raise ApiError(400, "invalid_argument",
                                f"knowledge base {kb!r} keeps no graph: create it with graph=true for the graph chain")
             retriever = self.service.graph(who, kb).as_retriever(reranker_top_k=k or self.service.settings.chain.k)
-            return GraphRagText2TextChain(llm=self.llm, retriever=retriever, sys_messages=question.history or None,
-                                          source=True)
+            return GraphChain(GraphRagText2TextChain(llm=self.llm, retriever=retriever,
+                                                     sys_messages=question.history or None, source=True), retriever)
         if chain == "corag":
             return CoRagChain(self.llm, self._retriever(who, kb, "single", k), k or self.service.settings.chain.k)
         retriever = self._retriever(who, kb, chain, k)
@@ -129,11 +129,14 @@ class Answerer:
         return knowledge.as_retriever(embed, k=k, score_threshold=settings.score_threshold)
 
     def answer(self, chain: Any, question: Question, config: LLMParameterConfig) -> dict[str, Any]:
+        """The chain's result; a graph chain's also holds ``"graph"`` (see ``GraphChain.view``)."""
         result: dict[str, Any] = chain.query(question.text, config)
+        if isinstance(chain, GraphChain):
+            result = {**result, "graph": chain.view(question.text, result)}
         return result
 
     def stream(self, chain: Any, question: Question, config: LLMParameterConfig) -> Iterator[tuple[str, Any]]:
-        """("delta", text) items, then ("sources", entries)."""
+        """("delta", text) items, then ("sources", entries), then for a graph chain ("graph", view)."""
         sent, last = "", {}
         for item in chain.query(question.text, config.replace(stream=True)):
             last = item
@@ -142,6 +145,36 @@ class Answerer:
                 yield "delta", text[len(sent):]
                 sent = text
         yield "sources", source_entries(last)
+        if isinstance(chain, GraphChain):
+            yield "graph", chain.view(question.text, last)
+
+
+class GraphChain:
+    """A ``GraphRagText2TextChain`` with the entities behind its answer (``view``)."""
+
+    def __init__(self, chain: Any, retriever: Any) -> None:
+        self.chain, self.retriever = chain, retriever
+
+    def query(self, text: str, llm_config: LLMParameterConfig) -> Any:
+        return self.chain.query(text, llm_config)
+
+    def view(self, question: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The entities and relations around the answer: ``{"nodes": [{"id", "label", "passages"}],
+        "edges": [{"source", "target", "label"}]}``, where ``passages`` index the answer's
+        ``sources``. The retrieval is run once more for it (the graph retrievers are
+        deterministic, so it finds the same passages)."""
+        explained = self.retriever.explain(question)
+        index: dict[str, int] = {}
+        for i, doc in enumerate(result.get("source_documents") or []):
+            chunk = doc.get("metadata", {}).get("chunk_id")
+            if chunk is not None:
+                index.setdefault(str(chunk), i)
+        nodes = [{"id": n["name"], "label": n["label"], "type": n.get("type"), "seed": n.get("seed", False),
+                  "passages": [index[c] for c in n.get("chunk_ids", []) if c in index]}
+                 for n in explained.get("nodes", [])]
+        edges = [{"source": e["source"], "target": e["target"], "label": e["relation"], "kind": e.get("kind")}
+                 for e in explained.get("edges", [])]
+        return {"nodes": nodes, "edges": edges}
 
 
 class _RecordingSource:

@@ -4,7 +4,8 @@
 A chat completion answers through a knowledge base (``model`` = ``"<kb>"`` or ``"<kb>/<chain>"``,
 see ``answers``). Besides OpenAI's fields, a response carries ``sources`` (text, source file,
 page, score of each passage the answer was given), in the body or, when streaming, in the last
-chunk before ``data: [DONE]``. ``usage`` is what the LLM server reported for the calls the chain
+chunk before ``data: [DONE]``; a ``graph`` chain's answer also carries ``graph``, the entities and
+relations around it (``answers.GraphChain.view``). ``usage`` is what the LLM server reported for the calls the chain
 made (a count of words where it reported none). Extra request fields: ``k`` (passages retrieved).
 """
 
@@ -96,6 +97,7 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
             "usage": _usage(usage, question.text, answer),
             "sources": source_entries(result),
+            **({"graph": result["graph"]} if "graph" in result else {}),
         }
 
     @router.post("/v1/embeddings")
@@ -144,6 +146,7 @@ def _sse(answerer: Answerer, chain: Any, question: Any, config: LLMParameterConf
     context = contextvars.copy_context()
     usage = context.run(start_usage_meter)
     items = answerer.stream(chain, question, config)
+    extra: dict[str, Any] = {}  # what the last chunk carries besides usage: sources, and a graph chain's graph
     try:
         while (item := context.run(next, items, None)) is not None:
             kind, value = item
@@ -151,7 +154,8 @@ def _sse(answerer: Answerer, chain: Any, question: Any, config: LLMParameterConf
                 answer += value
                 yield chunk({"content": value})
             else:
-                yield chunk({}, "stop", usage=_usage(usage, question.text, answer), sources=value)
+                extra[kind] = value
+        yield chunk({}, "stop", usage=_usage(usage, question.text, answer), **extra)
     except Exception as exc:  # the status line is sent: the error goes in the stream
         error = {"error": {"code": "upstream_error", "message": " ".join(str(exc).split())[:500]}}
         yield f"data: {json.dumps(error)}\n\n"
