@@ -46,6 +46,8 @@ def test_upload_a_folder(browser: Any, local: Served, tmp_path: Path) -> None:
     (folder / "intro.md").write_text("# Intro\n\nThe handbook explains the east gate.\n")
     (folder / "rules" / "visits.txt").write_text("Visitors sign in at the east gate.\n")
     (folder / ".DS_Store").write_bytes(b"\0\1")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "notes.txt").write_text("a hidden folder is skipped\n")
     watched = open_page(browser, local)
     page = watched.page
     page.locator("#workspace").wait_for(state="visible")

@@ -37,8 +37,16 @@ export class Chat {
 
   save() {
     if (!this.kb) return;
-    const done = this.messages.filter((m) => !m.streaming);
-    localStorage.setItem(PREFIX + this.kb, JSON.stringify(done));
+    let done = this.messages.filter((m) => !m.streaming);
+    while (done.length) {
+      try {
+        localStorage.setItem(PREFIX + this.kb, JSON.stringify(done));
+        return;
+      } catch {
+        done = done.slice(2); // storage is full: forget the oldest question and answer
+      }
+    }
+    localStorage.removeItem(PREFIX + this.kb);
   }
 
   clear() {

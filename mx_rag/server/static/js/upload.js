@@ -37,8 +37,8 @@ async function walk(entry, prefix, out) {
 /** The files of a file input (a folder input gives relative paths). */
 export function inputFiles(input) {
   return [...input.files]
-    .filter((file) => !file.name.startsWith("."))
-    .map((file) => ({ file, path: file.webkitRelativePath || file.name }));
+    .map((file) => ({ file, path: file.webkitRelativePath || file.name }))
+    .filter(({ path }) => !path.split("/").some((part) => part.startsWith(".")));
 }
 
 /** One row of the upload list: name, progress bar, result. */
