@@ -134,13 +134,14 @@ def _entity_type(span: Any) -> str:
 
 
 def _verb_between(first: Any, second: Any) -> str:
-    """The verb that governs both spans (their lowest common ancestor, climbing to a verb)."""
-    above = {id(t): t for t in first.root.ancestors}
-    above[id(first.root)] = first.root
+    """The verb that governs both spans (their lowest common ancestor, climbing to a verb).
+
+    spaCy makes a new ``Token`` object at every access, so tokens are compared by index."""
+    above = {t.i for t in first.root.ancestors} | {first.root.i}
     node = second.root
-    while id(node) not in above and node.head is not node:
+    while node.i not in above and node.head.i != node.i:
         node = node.head
-    while node.pos_ not in ("VERB", "AUX") and node.head is not node:
+    while node.pos_ not in ("VERB", "AUX") and node.head.i != node.i:
         node = node.head
     if node.pos_ not in ("VERB", "AUX"):
         return "related to"

@@ -177,3 +177,12 @@ def test_same_ranking_on_postgres(postgres_url: str, offline_built: GraphRAGPipe
     finally:
         store.remove_sources({c for n in store.iter_nodes() for c in n.sources})
         store.close()
+
+
+def test_corag_reads_the_graph_through_its_document_source(offline_built: GraphRAGPipeline) -> None:
+    from mx_rag.retrievers.sources import RetrieverSource
+
+    retriever = offline_built.as_retriever(mode="mix")
+    found = RetrieverSource(retriever).retrieve(QUESTION, top_k=2)
+    expected = retriever.invoke(QUESTION, k=2)
+    assert [(d.id, d.text) for d in found] == [(d.metadata["chunk_id"], d.page_content) for d in expected]
