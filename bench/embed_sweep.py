@@ -6,7 +6,9 @@ sample of the chunks mx_rag's loaders and splitter make of the ``text`` corpus o
 (Python's documentation sources), every ``len/N``-th chunk so that the length mix is the corpus's.
 One process loads the model once; then every configuration is measured ``--repeats`` times, the
 configurations taking turns (A B C A B C ...; the order rotated each repeat) so that the load of
-other jobs on a shared machine falls on all of them alike. Each figure is the median chunks/s.
+other jobs on a shared machine falls on all of them alike. Each figure is the median chunks/s, of
+wall time and of the process's CPU time (on a shared machine the CPU time follows the configuration
+more than the neighbours; with more threads it counts every thread's time).
 
 A configuration is a comma-separated ``key=value`` list (defaults in brackets):
 
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run_loop(torch, tokenizer, model, texts[:8], config)
     seconds: list[list[float]] = [[] for _ in configs]
+    cpu_seconds: list[list[float]] = [[] for _ in configs]
     reference: list[list[float]] | None = None
     max_diff = [0.0 for _ in configs]
     for repeat in range(args.repeats):
@@ -169,24 +172,27 @@ def main(argv: list[str] | None = None) -> int:
         for index in list(range(len(configs)))[shift:] + list(range(len(configs)))[:shift]:
             config = configs[index]
             torch.set_num_threads(config["threads"])
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             if config["impl"] == "st":
                 assert st_model is not None
                 vectors = st_model.encode(texts, batch_size=config["bs"], normalize_embeddings=True).tolist()
             else:
                 vectors = run_loop(torch, tokenizer, model, texts, config)
             seconds[index].append(time.perf_counter() - start)
+            cpu_seconds[index].append(time.process_time() - cpu)
             if not config["tok"]:
                 if reference is None:
                     reference = vectors
                 pairs = zip(vectors, reference, strict=True)
                 diff = max(abs(a - b) for u, v in pairs for a, b in zip(u, v, strict=True))
                 max_diff[index] = max(max_diff[index], diff)
-    for config, runs, diff in zip(configs, seconds, max_diff, strict=True):
+    for config, runs, cpus, diff in zip(configs, seconds, cpu_seconds, max_diff, strict=True):
         label = ",".join(f"{k}={v}" for k, v in config.items() if v != DEFAULTS[k]) or "default"
         rate = round(len(texts) / statistics.median(runs), 2)
-        print(json.dumps({"kind": "median", "config": label, "chunks_per_s": rate,
-                          "seconds_all": [round(s, 2) for s in runs], "max_abs_diff": diff}), flush=True)
+        cpu_rate = round(len(texts) / statistics.median(cpus), 2)
+        print(json.dumps({"kind": "median", "config": label, "chunks_per_s": rate, "chunks_per_cpu_s": cpu_rate,
+                          "seconds_all": [round(s, 2) for s in runs], "cpu_s_all": [round(s, 2) for s in cpus],
+                          "max_abs_diff": diff}), flush=True)
     print(json.dumps({"kind": "end", "loadavg": os.getloadavg()}), flush=True)
     return 0
 

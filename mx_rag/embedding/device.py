@@ -11,7 +11,7 @@ Example:
     >>> use_half(device, True)  # fp16 only on accelerators
     False
     >>> default_batch_size(device)  # texts per forward pass of a local embedding model
-    16
+    8
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = ["BATCH_SIZES", "default_batch_size", "select_device", "use_half"]
 # bench/embed_sweep.py's batch-size sweep (docs/benchmarks.md, "Ingestion"): on the CPU throughput
 # falls off past small batches. The accelerator figures are not measured here (no GPU or NPU
 # was at hand): 32 is sentence-transformers' default, bigger batches may pay on a big device.
-BATCH_SIZES = {"cpu": 16, "cuda": 32, "npu": 32, "mps": 32}
+BATCH_SIZES = {"cpu": 8, "cuda": 32, "npu": 32, "mps": 32}
 
 
 def _npu() -> Any | None:

@@ -89,7 +89,7 @@ class TextEmbedding(Embeddings):
         lock: an optional ``threading`` or ``multiprocessing`` lock held around each forward pass.
         max_length: tokens per text; default: the model's ``max_seq_length``, else its positions.
         batch_size: texts per forward pass of ``embed_documents``, 1 to 1024; default: chosen for the
-            device (``mx_rag.embedding.device.BATCH_SIZES``: 16 on the CPU, 32 on accelerators).
+            device (``mx_rag.embedding.device.BATCH_SIZES``: 8 on the CPU, 32 on accelerators).
 
     Texts are tokenised first, then sorted by their token count and batched in that order, and each
     batch is padded to its longest text only, so the model computes almost no padding (sorting
