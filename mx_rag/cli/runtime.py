@@ -96,8 +96,13 @@ def guard() -> Iterator[None]:
 
     try:
         yield
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+    except (typer.Exit, typer.Abort):
         raise
+    except KeyboardInterrupt:
+        if debugging():
+            raise
+        typer.echo("\ninterrupted", err=True)
+        raise typer.Exit(130) from None
     except ModuleNotFoundError as exc:
         if debugging() or (exc.name or "").split(".")[0] not in _SERVER_MODULES:
             raise

@@ -9,6 +9,7 @@ import json
 import queue
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,47 @@ def test_chat_keeps_the_conversation(here: Path, llm: ScriptedServer) -> None:
     assert [m["role"] for m in asked[2]] == ["user"]  # /clear forgot the conversation
 
 
+def test_chat_survives_ctrl_c(here: Path, llm: ScriptedServer) -> None:
+    """Ctrl-C while an answer is awaited stops that answer; the next question is answered; Ctrl-C
+    at the prompt ends the chat with exit code 0."""
+    import signal
+
+    from mx_rag.testing.scripted_server import Fault
+
+    llm.enqueue(Fault.hang(hold=60))
+    before = len(llm.requests)
+    proc = subprocess.Popen([*MXRAG, "chat", "--kb", "handbook", "--llm-url", llm.url("/v1")], cwd=here,
+                            env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)
+    out: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [out.put(line) for line in proc.stdout or []], daemon=True).start()
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("Where are vectors kept?\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 240
+        while len(llm.requests) == before:  # the question reached the (hanging) LLM
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr and proc.stderr.read()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.write("And the wool ships?\n")
+        proc.stdin.flush()
+        seen = ""
+        while "Sources:" not in seen:
+            seen += out.get(timeout=120)
+        while "harbour.md" not in seen:
+            seen += out.get(timeout=30)
+        proc.send_signal(signal.SIGINT)  # at the prompt: the end
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert rc == 0, stderr
+    assert "(answer stopped)" in stderr and "Traceback" not in stderr
+    assert "wool ships" in seen
+
+
 def test_ask_with_docs_ingests_first_as_before(tmp_path: Path, llm: ScriptedServer, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes").mkdir()
@@ -194,6 +236,12 @@ def test_graph_build_show_and_the_graph_chain(here: Path, llm: ScriptedServer) -
     assert json.loads(answer.stdout)["answer"].startswith("echo:")
     listed = json.loads(invoke("kb", "list", "--json").stdout)
     assert {"name": "handbook", "documents": 2, "chunks": 2, "graph": True} in listed
+    (here / "docs" / "lighthouse.md").write_text("# Lighthouse\n\nThe Cromer lighthouse guides the ships.\n",
+                                                 encoding="utf-8")
+    extended = invoke("ingest", "docs", "--kb", "handbook", "--json")  # a graph knowledge base: the graph grows
+    assert extended.exit_code == 0, extended.stderr
+    assert "building the graph of 1 new or changed document(s)" in extended.stderr
+    assert json.loads(extended.stdout)["graph_nodes"] > shown["entities"]
 
 
 @pytest.mark.llm
