@@ -72,7 +72,8 @@ def _text(content: Any) -> str:
 
 
 def source_entries(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chain's source documents as the API returns them: text, source file, page, score."""
+    """The chain's source documents as the API returns them: text, source file, page, score, and
+    for a retrieved image its ``image_base64`` and ``image_mime``."""
     out = []
     for doc in result.get("source_documents") or []:
         meta = doc.get("metadata", {})
@@ -81,6 +82,8 @@ def source_entries(result: dict[str, Any]) -> list[dict[str, Any]]:
                                  "source": Path(source).name if isinstance(source, str) else None}
         if meta.get("page") is not None:
             entry["page"] = meta["page"]
+        if meta.get("type") == "image" and meta.get("image_base64"):  # a retrieved picture, to show it
+            entry["image_base64"], entry["image_mime"] = meta["image_base64"], meta.get("image_mime", "image/png")
         out.append(entry)
     return out
 
@@ -192,7 +195,6 @@ class _RecordingSource:
             self.found.setdefault(doc.page_content, doc)
         return [RetrievedDocument(str(doc.metadata.get("id", i)), doc.page_content) for i, doc in enumerate(docs)]
 
-    retrieve_strict = retrieve  # failures raise either way: a served answer must not hide them
 
 
 class _ConfiguredLLM:
@@ -221,7 +223,8 @@ class CoRagChain:
         from mx_rag.corag import CoRagAgent
 
         source = _RecordingSource(self.retriever)
-        agent = CoRagAgent(_ConfiguredLLM(self.llm, config), source, retrieve_top_k=self.k)
+        agent = CoRagAgent(_ConfiguredLLM(self.llm, config), source, retrieve_top_k=self.k,
+                           on_retrieval_error="raise")  # a served answer must not hide a failed retrieval
         answer, _ = agent.answer(text, strategy="greedy", max_path_length=CORAG_PATH_LENGTH)
         docs = [{"page_content": d.page_content, "metadata": dict(d.metadata)} for d in source.found.values()]
         return {"query": text, "result": answer, "source_documents": docs}

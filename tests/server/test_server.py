@@ -372,7 +372,10 @@ def test_corag_retrieval_client_against_retrieve(served: Served) -> None:
         docs = source.retrieve(QUESTION, top_k=2)
     assert 1 <= len(docs) <= 2 and any("molten salt" in d.text for d in docs) and all(d.id for d in docs)
     with RetrievalApiClient(url, client_param=ClientParam(use_http=True, api_key=served.bob, retries=0)) as bobs:
-        assert bobs.retrieve(QUESTION) == []  # 404 for bob: no documents, no error
+        from mx_rag.retrievers.sources import RetrievalError
+
+        with pytest.raises(RetrievalError, match="retrieval API answered HTTP 404"):
+            bobs.retrieve(QUESTION)  # a failed retrieval is an error, not an empty result
 
 
 # -- API keys -----------------------------------------------------------------------------------------
