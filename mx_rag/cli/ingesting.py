@@ -111,7 +111,11 @@ def _checked(found: Found, memo: FailureMemo, retry_failed: bool, outcome: Outco
     todo = []
     for path in found.files:
         shown = found.shown[str(path)]
-        size = path.stat().st_size
+        try:
+            size = path.stat().st_size
+        except OSError as exc:  # gone or unreadable since the walk
+            outcome.failed[shown] = exc.strerror or str(exc)
+            continue
         if size > MAX_FILE_SIZE:
             outcome.failed[shown] = f"{size} bytes, over the limit of {MAX_FILE_SIZE // (1 << 20)} MiB"
         elif size == 0:
