@@ -21,7 +21,7 @@ from typing import Any
 from mx_rag.knowledge.ingest import FileEvent, IngestReport, ingest_files, prune_documents
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore
+from mx_rag.knowledge.store import KnowledgeStore, embedding_id
 
 __all__ = ["LocalKnowledge"]
 
@@ -62,6 +62,7 @@ class LocalKnowledge:
         embedding = TextEmbedding(embedding_model)
         registry = KnowledgeStore(db_path=str(root / "sql.db"))
         registry.add_knowledge(knowledge_name, DEFAULT_USER, "admin")
+        registry.check_embedding(knowledge_name, DEFAULT_USER, embedding_id(embedding_model), embedding.dimension)
         knowledge = KnowledgeDB(
             knowledge_store=registry,
             chunk_store=SQLiteDocstore(db_path=str(root / "sql.db")),

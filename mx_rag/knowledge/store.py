@@ -55,6 +55,17 @@ def sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+DEFAULT_EMBEDDING = "all-MiniLM-L6-v2"  # TextEmbedding's model when none is named
+
+
+def embedding_id(model: str | None) -> str:
+    """How a knowledge base records its embedding model (``check_embedding``): the last part of its
+    name or folder, in lower case (``sentence-transformers/all-MiniLM-L6-v2``, ``all-minilm-l6-v2``
+    and a folder ``/models/all-MiniLM-L6-v2`` are one model; the same model may sit in another
+    folder on another machine)."""
+    return Path(model or DEFAULT_EMBEDDING).name.lower()
+
+
 def postgres_engine(url: str) -> Engine:
     """An engine on a PostgreSQL database (connections checked before use)."""
     from sqlalchemy import make_url

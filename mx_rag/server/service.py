@@ -36,13 +36,13 @@ from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, create_tables
+from mx_rag.knowledge.store import KnowledgeStore, create_tables, embedding_id
 from mx_rag.server import metrics
 from mx_rag.server.keys import KeyStore, Principal
 from mx_rag.server.settings import ServerSettings
 from mx_rag.utils.common import MB
 
-__all__ = ["KBNAME_PATTERN", "IngestJob", "KnowledgeService", "check_kb_name", "embedding_id", "open_registry"]
+__all__ = ["KBNAME_PATTERN", "IngestJob", "KnowledgeService", "check_kb_name", "open_registry"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,6 @@ KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is
 _FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
 GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
 LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
-DEFAULT_EMBEDDING = "all-MiniLM-L6-v2"  # TextEmbedding's model when none is named
 
 
 class _Base(DeclarativeBase):
@@ -229,6 +228,8 @@ class KnowledgeService:
         shutil.rmtree(self._graph_dir(who, name), ignore_errors=True)
 
     def delete_document(self, who: Principal, name: str, document_id: int) -> None:
+        """Delete one document; its file too when it is an upload kept under ``<data>/uploads``
+        (a document ingested from the user's own folder, by ``mxrag ingest``, keeps its file)."""
         kb = self.open(who, name)
         row = next((r for r in kb.get_all_documents() if r.document_id == document_id), None)
         if row is None:
@@ -236,7 +237,9 @@ class KnowledgeService:
         kb.delete_file(row.document_file_path)
         if self.is_graph(who, name):
             self.graph(who, name).delete_document(row.document_file_path)
-        Path(row.document_file_path).unlink(missing_ok=True)
+        path = Path(row.document_file_path)
+        if path.resolve().is_relative_to(self.uploads.resolve()):  # our copy of an upload; never a user's own file
+            path.unlink(missing_ok=True)
 
     def retriever(self, who: Principal, name: str, k: int | None = None) -> KnowledgeRetriever:
         chain = self.settings.chain
@@ -391,14 +394,6 @@ class KnowledgeService:
 
     def local_principal(self) -> Principal:
         return Principal(LOCAL_USER, admin=True)
-
-
-def embedding_id(model: str | None) -> str:
-    """How a knowledge base records its embedding model: the built-in name, or the model folder's
-    name (the same model may sit in another folder on another machine)."""
-    if model is None:
-        return DEFAULT_EMBEDDING
-    return Path(model).name if Path(model).is_dir() else model
 
 
 def open_registry(settings: ServerSettings) -> KnowledgeStore:

@@ -538,3 +538,26 @@ def test_health_ready_and_metrics(served: Served) -> None:
     assert "mxrag_requests_total" in text
     assert 'route="/v1/models"' in text and 'status="401"' in text
     assert "mxrag_request_seconds_bucket" in text
+
+
+@pytest.mark.slow
+def test_deleting_a_document_keeps_a_users_own_file(served: Served, tmp_path: Path) -> None:
+    """A document ingested from the user's folder (as ``mxrag ingest --kb`` does) is deleted from the
+    knowledge base; the user's file stays. An upload's copy is removed."""
+    from mx_rag.knowledge import KnowledgeDB
+    from mx_rag.knowledge.ingest import ingest_files
+    from mx_rag.server.keys import Principal
+
+    service = served.service
+    own = tmp_path / "notes.txt"
+    own.write_text("The spare keys hang in the blue cabinet.\n", encoding="utf-8")
+    kb = KnowledgeDB(knowledge_store=service.registry, chunk_store=service.chunks, vector_store=service.vectors,
+                     knowledge_name=KB, white_paths=[str(tmp_path)], user_id=ALICE)
+    assert not ingest_files(kb, [str(own)], service.loader, service.embedding.embed_documents).failed
+    alice = Principal(ALICE, admin=True)
+    row = next(r for r in service.open(alice, KB).get_all_documents() if r.document_name == "notes.txt")
+    with served.client(served.alice) as client:
+        assert client.delete(f"/v1/knowledge-bases/{KB}/documents/{row.document_id}").status_code == 200
+        assert "notes.txt" not in {d["name"] for d in client.get(f"/v1/knowledge-bases/{KB}/documents").json()[
+            "documents"]}
+    assert own.read_text(encoding="utf-8").startswith("The spare keys")
