@@ -190,7 +190,7 @@ class RetrievalApiClient:
             logger.debug("retrieval API error body: %s", exc.body)
             raise RetrievalError(f"retrieval API answered HTTP {exc.status_code} (url: {self.url})") from exc
         except RemoteError as exc:
-            raise RetrievalError(f"retrieval API failed: {type(exc).__name__}: {short_error(exc)}") from exc
+            raise RetrievalError(f"retrieval API {self.url} failed: {type(exc).__name__}: {short_error(exc)}") from exc
         documents = normalize_retrieve_api_results(data)
         if not documents:
             logger.debug("retrieval API %s returned no usable documents", self.url)
