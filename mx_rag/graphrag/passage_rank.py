@@ -59,7 +59,7 @@ class WalkSettings:
     depth: int = 1
     max_nodes: int = 200
     damping: float = 0.5
-    passage_weight: float = 0.05
+    passage_weight: float = 1.0
     dense_expand: int = 5
 
 

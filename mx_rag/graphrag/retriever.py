@@ -96,7 +96,7 @@ class GraphRetriever(CallSettingsRetriever):
     mode: str = "mix"
     use_text: bool = True
     use_llm_entities: bool = False
-    retrieval_top_k: int = 5
+    retrieval_top_k: int = 3
     reranker_top_k: int = 20
     subgraph_depth: int = 1
     similarity_tail_threshold: float = 0.0
@@ -104,7 +104,7 @@ class GraphRetriever(CallSettingsRetriever):
     max_context_chars: int = 20_000
     dense_top_k: int = 20
     dense_expand: int = 5
-    passage_weight: float = 0.05
+    passage_weight: float = 1.0
     damping: float = 0.5
     synonym_threshold: float = 0.9
 

@@ -20,7 +20,7 @@ MAX_TOP_K = 1000
 MAX_DEPTH = 5
 MAX_NODES = 100_000
 DEFAULT_MODE = "mix"
-_WALK = {"retrieval_top_k": 5, "subgraph_depth": 1, "max_nodes": 200}
+_WALK = {"retrieval_top_k": 3, "subgraph_depth": 1, "max_nodes": 200}
 MODE_DEFAULTS: dict[str, dict[str, Any]] = {
     "graph": _WALK,
     "mix": _WALK,
@@ -62,7 +62,7 @@ def retriever_fields(kwargs: dict[str, Any], has_llm: bool) -> dict[str, Any]:
         "lang": check_instance("lang", options.pop("lang", Lang.EN), Lang),
         "dense_top_k": check_int("dense_top_k", options.pop("dense_top_k", 20), 1, MAX_TOP_K),
         "dense_expand": check_int("dense_expand", options.pop("dense_expand", 5), 0, MAX_TOP_K),
-        "passage_weight": number("passage_weight", 0.05, 0.0, 1000.0),
+        "passage_weight": number("passage_weight", 1.0, 0.0, 1000.0),
         "damping": number("damping", 0.5, 0.0, 0.99),
         "synonym_threshold": number("synonym_threshold", 0.9, 0.0, 1.0),
     }
