@@ -12,6 +12,8 @@
     ├── StorageError                                  a vector, document or graph store failed
     ├── KnowledgeError                                a knowledge-base rule was broken (unknown
     │                                                 knowledge base, not an admin, duplicate file)
+    ├── RetrievalError                                a document source (CoRAG, the retrieval
+    │                                                 API) could not answer; the cause is chained
     └── RemoteError                                   a model or retrieval service failed
         ├── RemoteConnectionError                     could not connect (after retries)
         ├── RemoteTimeoutError    (also TimeoutError) a timeout or the total deadline ran out
@@ -37,6 +39,7 @@ __all__ = [
     "RemoteStatusError",
     "RemoteTimeoutError",
     "ResponseTooLargeError",
+    "RetrievalError",
     "StorageError",
     "UnsupportedFileTypeError",
 ]
@@ -81,6 +84,14 @@ class StorageError(MxRagError):
 
 class KnowledgeError(MxRagError):
     """A knowledge-base operation was refused (unknown base, missing role, duplicate document)."""
+
+
+class RetrievalError(MxRagError):
+    """A document source could not answer: its retriever, store or retrieval API failed.
+
+    The message names the failure (``"<ErrorType>: <message>"`` for a wrapped error, never the
+    query or a response body); the original exception is chained as ``__cause__``.
+    """
 
 
 class RemoteError(MxRagError):

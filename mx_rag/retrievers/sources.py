@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mx_rag.errors import MxRagError
+from mx_rag.errors import MxRagError, RetrievalError  # RetrievalError re-exported: part of this protocol
 from mx_rag.utils.checks import check_instance, check_int, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
@@ -34,14 +34,6 @@ logger = logging.getLogger(__name__)
 
 METADATA_ID_KEYS = ("chunk_id", "id")
 _ERROR_CHARS = 300
-
-
-class RetrievalError(MxRagError):
-    """A document source could not answer: its retriever, store or retrieval API failed.
-
-    The message names the failure (``"<ErrorType>: <message>"`` for a wrapped error, never the
-    query or a response body); the original exception is chained as ``__cause__``.
-    """
 
 
 def as_retrieval_error(exc: BaseException) -> RetrievalError:

@@ -247,7 +247,7 @@ CASES: dict[str, Case] = {
     'json repair: {"a": nested 200,000 deep': Case("json_repair", ".txt", _text('{"a": ' * 200_000),
                                                    outcomes=("value_error",), match="nested deeper than"),
     "retrieval API: a body nested 1,000,000 deep": Case("retrieval_body", ".json", _text("[" * 1_000_000),
-                                                        outcomes=("documents",)),
+                                                        outcomes=("refused",)),
     "retrieval API: a parsed value nested 100,000 deep": Case("normalize_nested", "", _text(""),
                                                               outcomes=("documents",), extra={"depth": 100_000}),
     f"markdown: {MD_OPENERS} image openers": Case("loader", ".md", _text("![" * MD_OPENERS), "MarkdownLoader",

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from mx_rag.corag.retrieval_api import NO_ID, RetrievalApiClient, normalize_retrieve_api_results
 from mx_rag.corag.types import RetrievedDocument
+from mx_rag.errors import MxRagError, RetrievalError
 from mx_rag.graphrag.json_repair import loads_tolerant
 from mx_rag.testing import Reply, ScriptedServer
 from mx_rag.utils import ClientParam
@@ -96,12 +97,17 @@ BODIES = st.one_of(
 
 @fuzz(60)
 @given(body=BODIES, status=st.sampled_from([200, 200, 200, 201, 404, 500]))
-def test_any_response_body_gives_documents_or_nothing(api: tuple[ScriptedServer, RetrievalApiClient],
+def test_any_response_body_gives_documents_or_an_error(api: tuple[ScriptedServer, RetrievalApiClient],
                                                       body: bytes, status: int) -> None:
     server, client = api
     server.reset()
     server.enqueue(Reply.raw(body, status=status, content_type="application/json"))
-    docs = _check_documents(client.retrieve("who?", top_k=3))
+    try:
+        docs = _check_documents(client.retrieve("who?", top_k=3))
+    except RetrievalError as exc:  # a failed or malformed answer is an error with its cause, one line
+        assert isinstance(exc.__cause__, MxRagError) and "\n" not in str(exc), repr(exc)
+        event("refused")
+        return
     assert len(docs) <= 3
     event("documents" if docs else "no documents")
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 import time
@@ -22,7 +21,7 @@ import pytest
 
 from mx_rag.corag.retrieval_api import RetrievalApiClient
 from mx_rag.embedding.service import TEIEmbedding
-from mx_rag.errors import MxRagError, RemoteError
+from mx_rag.errors import MxRagError, RemoteError, RetrievalError
 from mx_rag.llm import Text2TextLLM
 from mx_rag.reranker.service import TEIReranker
 from mx_rag.testing import Reply
@@ -75,7 +74,7 @@ CLIENTS: dict[str, Call] = {
     "rerank": _rerank,
     "retrieve": _retrieve,
 }
-RAISING = [name for name in CLIENTS if name != "retrieve"]  # RetrievalApiClient logs and returns []
+RAISING = [name for name in CLIENTS if name != "retrieve"]  # RetrievalApiClient wraps its RemoteError
 STREAMING = ["chat_streamly", "stream"]
 
 
@@ -135,16 +134,17 @@ def is_ok(name: str, result: Any) -> bool:
 def failure(name: str, base: str, p: ClientParam, caplog: pytest.LogCaptureFixture) -> RemoteError | None:
     """Call client ``name``, which must fail the documented way, and return its error.
 
-    The raising clients must raise a ``RemoteError`` (never an httpx exception) whose message is
-    one line naming the URL; ``RetrievalApiClient`` must return ``[]`` and log a WARNING naming
-    the URL (then None is returned).
+    Every client must raise a ``RemoteError`` (never an httpx exception) whose message is one
+    line naming the URL; ``RetrievalApiClient`` raises a ``RetrievalError`` naming the URL with
+    that ``RemoteError`` as its cause (which is returned).
     """
     if name == "retrieve":
-        assert CLIENTS[name](base, p) == []  # WARNING records reach caplog at the default levels
-        warnings = [r.getMessage() for r in caplog.records
-                    if r.name == "mx_rag.corag.retrieval_api" and r.levelno == logging.WARNING]
-        assert len(warnings) == 1 and base in warnings[0], warnings
-        return None
+        with pytest.raises(RetrievalError) as raised:
+            CLIENTS[name](base, p)
+        assert "\n" not in str(raised.value) and base in str(raised.value), str(raised.value)
+        cause = raised.value.__cause__
+        assert isinstance(cause, RemoteError), repr(cause)
+        return cause
     with pytest.raises(MxRagError) as info:
         CLIENTS[name](base, p)
     error = info.value

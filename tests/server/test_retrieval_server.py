@@ -25,7 +25,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from mx_rag.corag.retrieval_api import RetrievalApiClient, RetrieverSource
 from mx_rag.corag.types import RetrievedDocument
-from mx_rag.errors import MxRagError, ParameterError
+from mx_rag.errors import MxRagError, ParameterError, RetrievalError
 from mx_rag.retrievers import Retriever
 from mx_rag.server import RetrievalServer, create_retrieval_app
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -181,21 +181,18 @@ class BrokenRetriever(BaseRetriever):
         raise RuntimeError("/secret/path/faiss.index is corrupt")
 
 
-def test_failing_retriever_gives_500_without_internals_and_the_client_degrades(
+def test_failing_retriever_gives_500_without_internals_and_the_client_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with RetrievalServer(create_retrieval_app(BrokenRetriever())) as server:
         with caplog.at_level(logging.WARNING, logger="mx_rag.server.retrieval"):
             response = httpx.post(server.url, json={"query": "q", "top_k": 2})
         assert response.status_code == 500 and "secret" not in response.text
-        assert "RuntimeError" in response.json()["error"]["message"]
+        assert "RetrievalError" in response.json()["error"]["message"]  # the type, never the text
         assert "corrupt" in caplog.text  # logged for the operator
-        with (
-            RetrievalApiClient(server.url, client_param=HTTP) as client,
-            caplog.at_level(logging.WARNING, logger="mx_rag.corag.retrieval_api"),
-        ):
-            assert client.retrieve("q", 2) == []
-        assert "HTTP 500" in caplog.text
+        with RetrievalApiClient(server.url, client_param=HTTP) as client, \
+                pytest.raises(RetrievalError, match="HTTP 500"):
+            client.retrieve("q", 2)  # the server's failure reaches the caller as an error
 
 
 class CountingSource:
