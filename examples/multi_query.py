@@ -5,7 +5,7 @@ Changed from the seed, and why (everything else is the seed's code):
 - the knowledge base: the seed assumes one built earlier ("see Step 1 in section Retriever"); a fresh machine
   has none, so the script first builds one in a temporary folder from a PDF, a Word file and a PowerPoint file
   of tests/data/docs (LoaderMng, upload_files), with the packaged all-MiniLM-L6-v2 (MindFAISS x_dim=384).
-- LLM: the embedded llama.cpp server (SmolLM2-135M-Instruct), started here with LocalLLMServer, over http with
+- LLM: the embedded llama.cpp server ($MXRAG_LLM_MODEL or the default), started by LocalLLMServer, over http with
   ClientParam(use_http=True) instead of https + ca_file; --llm-url/--llm-model (and --ca-file) for a real server.
   A 135M model often writes poor rewrites (the default prompt asks for three numbered questions in Chinese);
   the original question is always searched as well.
@@ -103,6 +103,6 @@ if __name__ == "__main__":
         if arguments.llm_url:
             url, model = arguments.llm_url, arguments.llm_model
         else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded SmolLM2-135M, on a free port
+            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
             url, model = server.chat_url, server.model_name
         main(arguments, Path(tmp), url, model)

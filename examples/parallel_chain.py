@@ -6,7 +6,7 @@ Changed from the seed, and why (everything else is the seed's code, in the seed'
   the script first builds one in a temporary folder from a PDF, a Word file and a PowerPoint file of
   tests/data/docs, the way the basic-chat example does (LoaderMng, upload_files).
 - embedding: the packaged all-MiniLM-L6-v2 instead of /path/to/bge-large-zh-v1.5, so MindFAISS x_dim=384, not 1024.
-- LLM: the embedded llama.cpp server (SmolLM2-135M-Instruct), started here with LocalLLMServer, over http with
+- LLM: the embedded llama.cpp server ($MXRAG_LLM_MODEL or the default), started by LocalLLMServer, over http with
   ClientParam(use_http=True) instead of https + ca_file; --llm-url/--llm-model (and --ca-file) for a real server.
 - question: one about the shipped documents instead of the seed's "123456" (which still runs: --question 123456,
   and retrieves nothing); LLMParameterConfig(max_tokens=128) passed so that the small CPU model stops early.
@@ -99,6 +99,6 @@ if __name__ == "__main__":
         if arguments.llm_url:
             url, model = arguments.llm_url, arguments.llm_model
         else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded SmolLM2-135M, on a free port
+            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
             url, model = server.chat_url, server.model_name
         main(arguments, Path(tmp), url, model)
