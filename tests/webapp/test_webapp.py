@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "tests" / "data" / "docs"
 PDF = DOCS / "layout-parser-paper-fast.pdf"
+DOCX = DOCS / "docx-tables.docx"
 IMAGES = ROOT / "docs" / "images"
 KB = "papers"
 FACTS = "The Zorblax reactor in Building 7 runs on molten salt and was commissioned in 1987.\n"
@@ -106,17 +107,17 @@ def test_upload_files_shows_a_result_per_file(alice: Watched, tmp_path: Path) ->
     facts, unsupported = tmp_path / "facts.txt", tmp_path / "notes.xyz"
     facts.write_text(FACTS)
     unsupported.write_text("no loader reads this")
-    page.locator("#file-input").set_input_files([str(PDF), str(facts), str(unsupported)])
+    page.locator("#file-input").set_input_files([str(PDF), str(DOCX), str(facts), str(unsupported)])
     rows = page.locator("li.upload[data-result]")
-    rows.nth(2).wait_for(timeout=120_000)
+    rows.nth(3).wait_for(timeout=120_000)
     results = {r.locator(".name").inner_text(): r.locator(".result").inner_text() for r in rows.all()}
-    assert results[PDF.name] == "stored" and results["facts.txt"] == "stored"
+    assert results[PDF.name] == results[DOCX.name] == results["facts.txt"] == "stored", results
     assert results["notes.xyz"].startswith("failed:") and "not supported" in results["notes.xyz"]
     table = page.locator("#documents tr")
     table.nth(1).wait_for()
     chunks = {r.locator("th").inner_text(): int(r.locator("td").first.inner_text()) for r in table.all()}
-    assert set(chunks) == {PDF.name, "facts.txt"} and all(n > 0 for n in chunks.values())
-    assert page.locator("#documents-status").inner_text().startswith("2 documents")
+    assert set(chunks) == {PDF.name, DOCX.name, "facts.txt"} and all(n > 0 for n in chunks.values())
+    assert page.locator("#documents-status").inner_text().startswith("3 documents")
     alice.assert_clean(allow=REFUSED)  # the .xyz file is refused with a 400
 
 
@@ -233,11 +234,11 @@ def test_delete_a_document(alice: Watched, keyed: Served) -> None:
     page = alice.page
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete gate.txt").click()
-    page.get_by_text("Deleted gate.txt. 2 documents").wait_for()
-    assert sorted(page.locator("#documents th").all_inner_texts()) == sorted([PDF.name, "facts.txt"])
+    page.get_by_text("Deleted gate.txt. 3 documents").wait_for()
+    assert sorted(page.locator("#documents th").all_inner_texts()) == sorted([PDF.name, DOCX.name, "facts.txt"])
     headers = {"Authorization": f"Bearer {keyed.keys[ALICE]}"}
     listed = httpx.get(keyed.server.base_url + f"/v1/knowledge-bases/{KB}/documents", headers=headers).json()
-    assert sorted(d["name"] for d in listed["documents"]) == sorted([PDF.name, "facts.txt"])
+    assert sorted(d["name"] for d in listed["documents"]) == sorted([PDF.name, DOCX.name, "facts.txt"])
     alice.assert_clean()
 
 
