@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Graph RAG: extract a knowledge graph from documents with an LLM, retrieve subgraphs from it.
+"""Graph RAG: extract a knowledge graph from documents (with an LLM, or offline with spaCy / jieba)
+and retrieve passages from it.
 
 Importing this package imports neither networkx nor faiss; names load on first access.
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from mx_rag.graphrag.llm_extractor import LLMExtractor
     from mx_rag.graphrag.merge import normalise_name
     from mx_rag.graphrag.networkx_store import NetworkxGraphStore
+    from mx_rag.graphrag.offline_extractor import JiebaExtractor, OfflineExtractor, SpacyExtractor
     from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
     from mx_rag.graphrag.pipeline import BuildEstimate, GraphRAGPipeline
     from mx_rag.graphrag.retriever import GraphRetriever
@@ -32,6 +34,9 @@ _LAZY = {
     "GraphRetriever": "mx_rag.graphrag.retriever",
     "LLMExtractor": "mx_rag.graphrag.llm_extractor",
     "NetworkxGraphStore": "mx_rag.graphrag.networkx_store",
+    "JiebaExtractor": "mx_rag.graphrag.offline_extractor",
+    "OfflineExtractor": "mx_rag.graphrag.offline_extractor",
+    "SpacyExtractor": "mx_rag.graphrag.offline_extractor",
     "PostgresGraphStore": "mx_rag.graphrag.pg_graph_store",
     "loads_tolerant": "mx_rag.graphrag.json_repair",
     "normalise_name": "mx_rag.graphrag.merge",
@@ -57,11 +62,14 @@ __all__ = [
     "GraphRAGPipeline",
     "GraphRetriever",
     "GraphStore",
+    "JiebaExtractor",
     "LLMExtractor",
     "NetworkxGraphStore",
     "Node",
+    "OfflineExtractor",
     "PostgresGraphStore",
     "Relation",
+    "SpacyExtractor",
     "Subgraph",
     "loads_tolerant",
     "normalise_name",

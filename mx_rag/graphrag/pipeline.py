@@ -119,6 +119,7 @@ class GraphRAGPipeline:
         12
         >>> pipeline.build_graph(Lang.EN, max_workers=8)
         >>> pipeline.retrieve_graph("Who founded Acme?")
+        >>> offline = GraphRAGPipeline("/data/graph2", None, TextEmbedding(), 384)  # spaCy / jieba
     """
 
     def __init__(
