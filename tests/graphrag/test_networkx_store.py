@@ -10,8 +10,7 @@ import pytest
 
 from mx_rag.errors import StorageError
 from mx_rag.graphrag.networkx_store import NetworkxGraphStore
-
-from .graph_store_suite import GraphStoreConformance, StoreFactory, chain_graph, names
+from mx_rag.testing.graph_store import GraphStoreConformance, StoreFactory, chain_graph, names
 
 
 class TestNetworkxStore(GraphStoreConformance):

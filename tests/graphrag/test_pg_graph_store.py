@@ -20,8 +20,7 @@ from sqlalchemy import create_engine, inspect, text
 from mx_rag.errors import ParameterError, StorageError
 from mx_rag.graphrag.graph_store import GraphStore
 from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
-
-from .graph_store_suite import GraphStoreConformance, StoreFactory, chain_graph, edge, edge_keys, names, node
+from mx_rag.testing.graph_store import GraphStoreConformance, StoreFactory, chain_graph, edge, edge_keys, names, node
 
 TABLES = ("edge_sources", "node_sources", "edges", "nodes", "graphs")
 

@@ -1,26 +1,16 @@
 """The conformance suites shipped in ``mx_rag.testing``, as a third-party backend would use them.
 
-The vector-store and document-store suites run on our backends in tests/storage/; the graph-store
-suite runs here on ``NetworkxGraphStore`` (tests/graphrag/ still runs its own copy).
+Every suite runs on our own backends by subclassing: the vector-store and document-store suites in
+tests/storage/, the graph-store suite in tests/graphrag/ (NetworkX and PostgreSQL). Here: that the
+package exports them without importing pytest.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 
 import mx_rag.testing
-from mx_rag.graphrag.networkx_store import NetworkxGraphStore
-from mx_rag.testing.graph_store import GraphStoreConformance, StoreFactory
-
-
-class TestNetworkxStoreThroughThePackagedSuite(GraphStoreConformance):
-    @pytest.fixture
-    def make_store(self, tmp_path: Path) -> StoreFactory:
-        return lambda name="main": NetworkxGraphStore(tmp_path / f"{name}.json")
 
 
 def test_the_suites_are_exported_and_loaded_lazily() -> None:
