@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
 
 from mx_rag.errors import ParameterError, StorageError
 from mx_rag.graphrag.graph_store import Edge, GraphStore, Node, Subgraph
-from mx_rag.storage.document_store.postgres_storage import _postgres_engine
+from mx_rag.storage.engines import postgres_engine
 from mx_rag.utils.checks import check_pattern, check_str
 
 __all__ = ["PostgresGraphStore"]
@@ -210,7 +210,7 @@ class PostgresGraphStore(GraphStore):
         self._lock = threading.RLock()
         self._batch: Connection | None = None
         self._batch_thread: int | None = None
-        self._engine, self._owns_engine = _postgres_engine(url_or_engine)
+        self._engine, self._owns_engine = postgres_engine(url_or_engine)
         try:
             self._graph_id = self._open()
         except BaseException:

@@ -25,6 +25,7 @@ from mx_rag.knowledge.models import (
     KnowledgeModel,
     RegistryBase,
 )
+from mx_rag.storage.engines import postgres_engine
 from mx_rag.utils.checks import check_bool, check_choice, check_int, check_str, fail
 from mx_rag.utils.file_check import check_writable_parent
 from mx_rag.utils.process_lock import AdvisoryLock, ProcessLock, lock_path_for
@@ -66,22 +67,6 @@ def embedding_id(model: str | None) -> str:
     return Path(model or DEFAULT_EMBEDDING).name.lower()
 
 
-def postgres_engine(url: str) -> Engine:
-    """An engine on a PostgreSQL database (connections checked before use)."""
-    from sqlalchemy import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise ParameterError(f"url is not a SQLAlchemy database URL: {exc}") from exc
-    if parsed.get_backend_name() != "postgresql":
-        raise fail("url", parsed.render_as_string(hide_password=True), "a PostgreSQL URL (postgresql+psycopg://...)")
-    if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return create_engine(parsed, pool_pre_ping=True)
-
-
 class KnowledgeStore:
     """Knowledge bases, who may use them (``admin`` or ``member`` per ``user_id``), and the
     documents each one holds. A user only sees knowledge bases in which they have a role.
@@ -109,7 +94,7 @@ class KnowledgeStore:
             self._engine = sqlite_engine(self.db_path)
             self.location = str(self.db_path)
         else:
-            self._engine = postgres_engine(url)
+            self._engine = postgres_engine(url, "url")[0]
             self.location = self._engine.url.render_as_string(hide_password=True)
         _create_schema(self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)

@@ -3,50 +3,18 @@
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-from typing import Any
 
-from sqlalchemy import URL, Engine, create_engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy import URL, Engine
 
-from mx_rag.errors import ExtraNotInstalledError, ParameterError
 from mx_rag.storage.document_store.chunk_rows import TextFn
 from mx_rag.storage.document_store.full_text import TsvectorIndex
 from mx_rag.storage.document_store.sql_storage import _SqlDocstore
-from mx_rag.utils.checks import fail
+from mx_rag.storage.engines import postgres_engine
 
 __all__ = ["PostgresDocstore"]
 
 logger = logging.getLogger(__name__)
-
-URL_HINT = "a SQLAlchemy URL such as postgresql+psycopg://user:password@host:5432/dbname, or an Engine"
-
-
-def _postgres_engine(url_or_engine: Any) -> tuple[Engine, bool]:
-    """The engine to use and whether the store owns it."""
-    if isinstance(url_or_engine, Engine):
-        if url_or_engine.dialect.name != "postgresql":
-            raise fail("url_or_engine", url_or_engine, "an Engine on PostgreSQL")
-        return url_or_engine, False
-    if not isinstance(url_or_engine, (str, URL)):
-        raise fail("url_or_engine", url_or_engine, URL_HINT)
-    try:
-        url = make_url(url_or_engine)
-    except (ArgumentError, ValueError):
-        raise ParameterError(f"url_or_engine must be {URL_HINT}") from None  # the text may hold a password
-    if url.get_backend_name() != "postgresql":
-        raise ParameterError(f"url_or_engine must be {URL_HINT}; got the backend {url.get_backend_name()!r}")
-    if url.drivername == "postgresql":
-        url = url.set(drivername="postgresql+psycopg")
-    try:
-        engine = create_engine(
-            url, pool_pre_ping=True, json_serializer=functools.partial(json.dumps, ensure_ascii=False)
-        )
-    except (ImportError, NoSuchModuleError) as exc:
-        raise ExtraNotInstalledError(url.get_driver_name(), "postgres") from exc
-    return engine, True
 
 
 class PostgresDocstore(_SqlDocstore):
@@ -77,7 +45,7 @@ class PostgresDocstore(_SqlDocstore):
 
     def __init__(self, url_or_engine: str | URL | Engine, table_name: str = "chunks_table",
                  encrypt_fn: TextFn | None = None, decrypt_fn: TextFn | None = None) -> None:
-        engine, owns_engine = _postgres_engine(url_or_engine)
+        engine, owns_engine = postgres_engine(url_or_engine)
         try:
             super().__init__(engine, TsvectorIndex(table_name), table_name=table_name, encrypt_fn=encrypt_fn,
                              decrypt_fn=decrypt_fn, owns_engine=owns_engine)
