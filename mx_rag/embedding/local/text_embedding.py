@@ -93,7 +93,7 @@ class TextEmbedding(Embeddings):
 
     Texts are tokenised first, then sorted by their token count and batched in that order, and each
     batch is padded to its longest text only, so the model computes almost no padding (sorting
-    by characters, as sentence-transformers does, leaves about a third more tokens to compute on
+    by characters, as sentence-transformers does, leaves a quarter to a third more tokens to compute on
     chunks that mix prose and code). Vectors do not depend on the batch size or the input order
     beyond float noise.
 
