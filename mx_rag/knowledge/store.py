@@ -196,7 +196,7 @@ class KnowledgeStore:
             row = session.get(EmbeddingRecord, member.knowledge_id)
             if row is None:
                 session.add(EmbeddingRecord(knowledge_id=member.knowledge_id, model=model, dimension=dimension))
-            elif (row.model, row.dimension) != (model, dimension):
+            elif (embedding_id(row.model), row.dimension) != (embedding_id(model), dimension):  # any spelling
                 raise KnowledgeError(
                     f"knowledge base {knowledge_name!r} was built with the embedding model {row.model!r} "
                     f"({row.dimension} dimensions), not {model!r} ({dimension}): use {row.model!r} "

@@ -99,6 +99,7 @@ def test_a_knowledge_base_keeps_the_embedding_model_that_built_it(store: Knowled
     store.add_knowledge("kb", "Default", "admin")
     store.check_embedding("kb", "Default", "all-MiniLM-L6-v2", 384)  # recorded on first use
     store.check_embedding("kb", "Default", "all-MiniLM-L6-v2", 384)
+    store.check_embedding("kb", "Default", "sentence-transformers/all-minilm-l6-v2", 384)  # another spelling
     reopened = KnowledgeStore(db_path=str(tmp_path / "kb.db"))  # another process later
     with pytest.raises(KnowledgeError, match=r"built with the embedding model 'all-MiniLM-L6-v2' \(384 dim.*'e5'"):
         reopened.check_embedding("kb", "Default", "e5", 384)
