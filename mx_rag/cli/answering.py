@@ -171,22 +171,26 @@ CHAT_HELP = "Type a question. /clear forgets the conversation, /exit (or Ctrl-D)
 
 def chat_loop(asking: Asking, stream: bool) -> None:
     """Read questions from stdin until EOF or /exit; the conversation goes with each question."""
-    from mx_rag.errors import MxRagError
-    from mx_rag.server.answers import MAX_HISTORY
-
     interactive = sys.stdin.isatty()
     if interactive:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
         typer.echo(f"chatting with knowledge base {asking.kb!r} ({asking.chain} chain). {CHAT_HELP}", err=True)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C anywhere but in an answer ends the chat
+        _converse(asking, stream, interactive)
+        return
+    typer.echo("", err=True)
+
+
+def _converse(asking: Asking, stream: bool, interactive: bool) -> None:
+    from mx_rag.errors import MxRagError
+    from mx_rag.server.answers import MAX_HISTORY
+
     history: list[dict[str, str]] = []
     while True:
         try:
             line = input("> " if interactive else "")
         except EOFError:
-            break
-        except KeyboardInterrupt:
-            typer.echo("", err=True)
             break
         text = line.strip()
         if text in ("/exit", "/quit"):

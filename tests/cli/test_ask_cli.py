@@ -177,7 +177,11 @@ def test_chat_survives_ctrl_c(here: Path, llm: ScriptedServer) -> None:
                             env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, bufsize=1)
     out: queue.Queue[str] = queue.Queue()
+    err: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [out.put(line) for line in proc.stdout or []], daemon=True).start()
+    reader = threading.Thread(target=lambda: [err.put(line) for line in proc.stderr or []], daemon=True)
+    reader.start()
+    said = ""
     try:
         assert proc.stdin is not None
         proc.stdin.write("Where are vectors kept?\n")
@@ -194,14 +198,22 @@ def test_chat_survives_ctrl_c(here: Path, llm: ScriptedServer) -> None:
             seen += out.get(timeout=120)
         while "harbour.md" not in seen:
             seen += out.get(timeout=30)
+        proc.stdin.write("/clear\n")  # its reply shows that the answer is over and the chat reads again
+        proc.stdin.flush()
+        while "(conversation cleared)" not in said:
+            said += err.get(timeout=60)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)  # at the prompt: the end
         rc = proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    stderr = proc.stderr.read() if proc.stderr else ""
-    assert rc == 0, stderr
-    assert "(answer stopped)" in stderr and "Traceback" not in stderr
+    proc.wait()
+    reader.join(timeout=30)
+    while not err.empty():
+        said += err.get()
+    assert rc == 0, said
+    assert "(answer stopped)" in said and "Traceback" not in said
     assert "wool ships" in seen
 
 
