@@ -34,18 +34,11 @@ the URL; the httpx exception is only its ``__cause__``):
 
 from __future__ import annotations
 
-import email.utils
-import functools
 import json
 import logging
-import math
-import os
-import ssl
 import time
-import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,28 +47,47 @@ import httpx
 from mx_rag.errors import (
     BODY_EXCERPT_CHARS,
     ParameterError,
-    RemoteConnectionError,
     RemoteError,
     RemoteResponseError,
     RemoteStatusError,
     RemoteTimeoutError,
     ResponseTooLargeError,
 )
+from mx_rag.utils._http_body import DECODED_PIECE, _BoundedDecoder, split_lines
+from mx_rag.utils._http_policy import (
+    _RETRIED_TRANSPORT,
+    MAX_BACKOFF,
+    MESSAGE_EXCERPT_CHARS,
+    RETRY_STATUSES,
+    _describe,
+    _is_cut,
+    _one_line,
+    _tls_failure,
+    _transport_error,
+    parse_retry_after,
+)
+from mx_rag.utils._http_tls import build_ssl_context
 from mx_rag.utils.checks import check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import MAX_URL_LENGTH
 
+# the names this module has always offered, some of them now defined in its private siblings
+__all__ = [
+    "DECODED_PIECE",
+    "MAX_BACKOFF",
+    "MESSAGE_EXCERPT_CHARS",
+    "RETRY_STATUSES",
+    "HttpClient",
+    "HttpResponse",
+    "build_ssl_context",
+    "check_url",
+    "parse_retry_after",
+    "split_lines",
+]
+
 logger = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_BACKOFF = 30.0
 ERROR_BODY_BYTES = 4096
-MESSAGE_EXCERPT_CHARS = 200
-DECODED_PIECE = 64 * 1024
-
-# Transport failures that mean "the server did not answer": retried (TLS failures excepted).
-_RETRIED_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
-                      httpx.RemoteProtocolError)
 
 
 @dataclass(frozen=True)
@@ -114,83 +126,6 @@ def check_url(name: str, url: Any, param: ClientParam) -> str:
             "pass ClientParam(use_http=True) or use an https:// URL"
         )
     return url
-
-
-def build_ssl_context(param: ClientParam) -> ssl.SSLContext:
-    """TLS 1.2+, certificate and host name verified; ``ca_file`` pins trust to that CA.
-
-    ``crl_file`` (PEM CRLs only: a certificate in it would be trusted as a CA, so one is
-    refused) turns on revocation checking of the server's certificate: a revoked one, or one
-    whose issuer has no CRL in the file, fails the handshake. Without any TLS file, one
-    context on the system trust store is shared by all clients (loading the store takes tens
-    of milliseconds; the context is never changed once made).
-    """
-    if not (param.ca_file or param.crl_file or param.cert_file or param.key_file):
-        return _system_store_context()
-    for name in ("ca_file", "crl_file", "cert_file", "key_file"):
-        path = getattr(param, name)
-        if path and not os.path.isfile(path):
-            raise fail(f"ClientParam.{name}", path, "an existing file")
-    if param.crl_file and _holds_certificate(param.crl_file):
-        raise fail("ClientParam.crl_file", param.crl_file,
-                   "a PEM file of CRLs only (it holds a certificate, which would be trusted as a CA)")
-    try:
-        ctx = _new_context(param.ca_file or None)
-        if param.crl_file:
-            ctx.load_verify_locations(cafile=param.crl_file)
-            ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
-        if param.cert_file:
-            ctx.load_cert_chain(param.cert_file, param.key_file or None)
-    except (ssl.SSLError, OSError) as exc:
-        raise ParameterError(f"ClientParam TLS files could not be loaded: {_one_line(str(exc))}") from exc
-    return ctx
-
-
-def _new_context(cafile: str | None) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=cafile)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    return ctx
-
-
-@functools.lru_cache(maxsize=1)
-def _system_store_context() -> ssl.SSLContext:
-    return _new_context(None)
-
-
-def _holds_certificate(path: str) -> bool:
-    try:
-        with open(path, "rb") as file:
-            return b"-----BEGIN CERTIFICATE-----" in file.read()
-    except OSError as exc:
-        raise ParameterError(f"ClientParam.crl_file {path!r} could not be read: {exc}") from exc
-
-
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: delay-seconds or an HTTP date.
-
-    None when absent or unreadable; a date in the past is 0.
-
-    Example:
-        >>> parse_retry_after("2"), parse_retry_after("soon")
-        (2.0, None)
-        >>> parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT",
-        ...                   now=datetime(2015, 10, 21, 7, 28, tzinfo=timezone.utc))
-        10.0
-    """
-    text = (value or "").strip()
-    if not text:
-        return None
-    if text.isascii() and text.replace(".", "", 1).isdigit():
-        seconds = float(text)
-    else:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class _Call:
@@ -416,123 +351,3 @@ class HttpClient:
             if total > limit:
                 raise ResponseTooLargeError(f"response exceeds response_limit_size={limit} bytes", url=call.url)
             yield chunk
-
-
-class _BoundedDecoder:
-    """gzip or deflate decoding that never produces more than ``DECODED_PIECE`` bytes at a time."""
-
-    def __init__(self, encoding: str, url: str) -> None:
-        self.url = url
-        self.deflate = encoding == "deflate"
-        self.first = True
-        self.obj = zlib.decompressobj(zlib.MAX_WBITS if self.deflate else 16 + zlib.MAX_WBITS)
-
-    def decode(self, data: bytes) -> Iterator[bytes]:
-        while True:
-            try:
-                out = self.obj.decompress(data, DECODED_PIECE)
-            except zlib.error as exc:
-                if self.deflate and self.first:  # "deflate" is also sent as raw deflate, without the zlib header
-                    self.first = False
-                    self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
-                    continue
-                raise RemoteResponseError(f"the response body could not be decoded: zlib: {exc}", url=self.url) from exc
-            self.first = False
-            if out:
-                yield out
-            data = self.obj.unconsumed_tail
-            if not data and len(out) < DECODED_PIECE:
-                return
-
-    def flush(self) -> Iterator[bytes]:
-        yield from self.decode(b"")
-        try:
-            rest = self.obj.flush()
-        except zlib.error as exc:
-            raise RemoteResponseError(f"the response body could not be decoded: zlib: {exc}", url=self.url) from exc
-        if rest:
-            yield rest
-
-
-def split_lines(chunks: Iterable[bytes], limit: int, url: str) -> Iterator[str]:
-    """The lines of a byte stream (``\\n`` or ``\\r\\n`` ended), decoded as UTF-8 with replacement.
-
-    ``ResponseTooLargeError`` as soon as a line, or an event (the lines since the last blank
-    one, as in server-sent events), grows past ``limit`` bytes: nothing larger is buffered.
-    Linear in the input however it is chunked.
-    """
-    pending: list[bytes] = []  # pieces of the line not ended yet
-    line_size = event_size = 0
-    for chunk in chunks:
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            line_size += len(piece)
-            event_size += len(piece)
-            if line_size > limit or event_size > limit:
-                what = "line" if line_size > limit else "event"
-                raise ResponseTooLargeError(f"a streamed {what} exceeded response_limit_size={limit} bytes", url=url)
-            if end < 0:
-                if piece:
-                    pending.append(piece)
-                break
-            line = b"".join((*pending, piece)) if pending else piece
-            pending, line_size = [], 0
-            text = _decode_line(line)
-            if not text:
-                event_size = 0
-            yield text
-            start = end + 1
-    if pending:
-        yield _decode_line(b"".join(pending))
-
-
-def _decode_line(line: bytes) -> str:
-    return (line[:-1] if line.endswith(b"\r") else line).decode("utf-8", errors="replace")
-
-
-def _one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(text.split())
-
-
-def _describe(exc: BaseException) -> str:
-    """A one-line description of a transport exception: its type and, shortened, its text."""
-    text = _one_line(str(exc))
-    if len(text) > MESSAGE_EXCERPT_CHARS:
-        text = text[:MESSAGE_EXCERPT_CHARS] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS error behind ``exc`` (certificate, host name, alert), if any; a bare TLS EOF is not one."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLError) and not isinstance(current, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def _is_cut(exc: RemoteResponseError) -> bool:
-    """Whether ``exc`` is a body broken off by the network (not a malformed or too large one)."""
-    return isinstance(exc.__cause__, _RETRIED_TRANSPORT) and _tls_failure(exc.__cause__) is None
-
-
-def _transport_error(exc: httpx.TransportError, url: str) -> RemoteConnectionError | RemoteTimeoutError:
-    """Our error for an httpx transport failure, with ``exc`` as its ``__cause__``."""
-    error: RemoteConnectionError | RemoteTimeoutError
-    if isinstance(exc, httpx.TimeoutException):
-        phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the response"
-        if isinstance(exc, httpx.PoolTimeout):
-            phase = "waiting for a free pooled connection"
-        error = RemoteTimeoutError(f"timed out {phase}: {_describe(exc)}", url=url)
-    elif _tls_failure(exc) is not None:
-        error = RemoteConnectionError(f"TLS failed: {_describe(exc)}", url=url)
-    else:
-        error = RemoteConnectionError(f"connection failed: {_describe(exc)}", url=url)
-    error.__cause__ = exc
-    return error
