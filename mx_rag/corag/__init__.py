@@ -6,8 +6,9 @@ Names resolve on first access; importing ``mx_rag.corag`` imports neither torch 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.corag.config import CoRagBaseConfig
@@ -36,8 +37,4 @@ __all__ = [
     "SubqueryFineTuner",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.corag' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

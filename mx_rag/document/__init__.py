@@ -6,8 +6,9 @@ Names are resolved on first access, so ``import mx_rag.document`` imports no par
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.document.doc_loader_mng import LoaderInfo, LoaderMng, SplitterInfo
@@ -20,8 +21,4 @@ _LAZY = {
 
 __all__ = ["LoaderInfo", "LoaderMng", "SplitterInfo"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.document' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

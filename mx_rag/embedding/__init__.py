@@ -8,8 +8,9 @@ access, so ``import mx_rag.embedding`` imports no torch, transformers or httpx.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.embedding.local.img_embedding import ImageEmbedding
@@ -24,8 +25,4 @@ _LAZY = {
 
 __all__ = ["ImageEmbedding", "TEIEmbedding", "TextEmbedding"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.embedding' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -6,8 +6,9 @@ Names are resolved on first access, so ``import mx_rag.llm`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2img import Img2ImgMultiModel
@@ -26,8 +27,4 @@ _LAZY = {
 
 __all__ = ["Img2ImgMultiModel", "Img2TextLLM", "LLMParameterConfig", "Text2ImgMultiModel", "Text2TextLLM"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.llm' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.retrievers.hybrid import FullTextRetriever, HybridRetriever
@@ -20,8 +21,4 @@ _LAZY = {
 
 __all__ = ["FullTextRetriever", "HybridRetriever", "MultiQueryRetriever", "Retriever"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.retrievers' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

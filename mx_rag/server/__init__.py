@@ -15,17 +15,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.server.retrieval import RetrievalServer, create_retrieval_app
 
 __all__ = ["RetrievalServer", "create_retrieval_app"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from mx_rag.server import retrieval
-
-        return getattr(retrieval, name)
-    raise AttributeError(f"module 'mx_rag.server' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), {name: "mx_rag.server.retrieval" for name in __all__})

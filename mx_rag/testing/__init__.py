@@ -12,11 +12,11 @@ module's docstring): ``VectorStoreConformance`` (``mx_rag.testing.vector_store``
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mx_rag.testing.replies import TINY_PNG, Reply
 from mx_rag.testing.scripted_server import RecordedRequest, ScriptedServer
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.testing.document_store import DocstoreConformance
@@ -42,8 +42,4 @@ __all__ = [
     "VectorStoreConformance",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.testing' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

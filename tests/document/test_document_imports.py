@@ -47,6 +47,7 @@ def test_public_names() -> None:
 def test_missing_parser_names_the_extra(monkeypatch: pytest.MonkeyPatch, name: str, module: str,
                                         library: str) -> None:
     package = importlib.import_module("mx_rag.document.loader")
+    monkeypatch.delitem(vars(package), name, raising=False)  # a name resolved earlier is cached
     monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setitem(sys.modules, library, None)  # makes "import <library>" fail
     with pytest.raises(ExtraNotInstalledError, match=r'pip install "mxrag\[loaders\]"') as info:

@@ -9,10 +9,9 @@ pypdf, and nothing else. A missing parsing library raises ``ExtraNotInstalledErr
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mx_rag.errors import ExtraNotInstalledError
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.document.loader.base_loader import BaseLoader
@@ -37,7 +36,7 @@ _LAZY = {
     "TextLoader": "mx_rag.document.loader.text_loader",
 }
 
-# import name of each parsing library -> the extra that installs it
+# the import names of the parsing libraries that the ``loaders`` extra installs
 _EXTRA_MODULES = {"pypdf", "docx", "pptx", "openpyxl", "PIL", "bs4", "charset_normalizer"}
 
 __all__ = [
@@ -52,15 +51,4 @@ __all__ = [
     "TextLoader",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'mx_rag.document.loader' has no attribute {name!r}")
-    try:
-        module = importlib.import_module(_LAZY[name])
-    except ModuleNotFoundError as exc:
-        top = (exc.name or "").split(".")[0]
-        if top in _EXTRA_MODULES:
-            raise ExtraNotInstalledError(top, "loaders") from exc
-        raise
-    return getattr(module, name)
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY, extra="loaders", extra_modules=_EXTRA_MODULES)

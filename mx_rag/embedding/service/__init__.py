@@ -6,8 +6,9 @@ Names are resolved on first access, so importing this package stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.embedding.service.tei_embedding import TEIEmbedding
@@ -16,8 +17,4 @@ _LAZY = {"TEIEmbedding": "mx_rag.embedding.service.tei_embedding"}
 
 __all__ = ["TEIEmbedding"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mx_rag.embedding.service' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

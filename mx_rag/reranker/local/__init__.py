@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.reranker.local.reranker import LocalReranker
 
 __all__ = ["LocalReranker"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "LocalReranker":
-        from mx_rag.reranker.local.reranker import LocalReranker
-
-        return LocalReranker
-    raise AttributeError(f"module 'mx_rag.reranker.local' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), {"LocalReranker": "mx_rag.reranker.local.reranker"})

@@ -10,8 +10,9 @@ nor jieba.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
@@ -20,22 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Docstore", "MxDocument", "PostgresDocstore", "SQLiteDocstore"]
 
-_MODULES = {
-    "Docstore": "base_storage",
-    "MxDocument": "base_storage",
-    "PostgresDocstore": "postgres_storage",
-    "SQLiteDocstore": "sqlite_storage",
+_LAZY = {
+    "Docstore": "mx_rag.storage.document_store.base_storage",
+    "MxDocument": "mx_rag.storage.document_store.base_storage",
+    "PostgresDocstore": "mx_rag.storage.document_store.postgres_storage",
+    "SQLiteDocstore": "mx_rag.storage.document_store.sqlite_storage",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -12,10 +12,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mx_rag.storage.vectorstore.vector_storage_factory import VectorStorageFactory
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore
+from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.storage.vectorstore.faiss_npu import MindFAISS
@@ -28,16 +29,4 @@ _LAZY = {
     "MilvusDB": "mx_rag.storage.vectorstore.milvus",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

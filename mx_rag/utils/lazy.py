@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lazy exports for package ``__init__`` files, and imports of optional extras.
+
+``lazy_exports`` builds a module's ``__getattr__`` and ``__dir__`` (PEP 562) from a mapping
+``{exported name: "module.path"}``: a name is imported from its module on first access and
+cached in the package's globals, so later accesses cost nothing and importing the package
+imports none of its heavy dependencies. Keep the names under ``if TYPE_CHECKING:`` imports as
+well, so that type checkers and IDEs still see them::
+
+    from typing import TYPE_CHECKING
+
+    from mx_rag.utils.lazy import lazy_exports
+
+    if TYPE_CHECKING:
+        from mx_rag.llm.text2text import Text2TextLLM
+
+    __all__ = ["Text2TextLLM"]
+
+    __getattr__, __dir__ = lazy_exports(globals(), {"Text2TextLLM": "mx_rag.llm.text2text"})
+
+``extra_import`` is the one way to import an optional dependency: a missing module inside the
+block raises ``ExtraNotInstalledError`` naming the module and the extra that installs it::
+
+    with extra_import("milvus", "pymilvus"):
+        import pymilvus
+
+``check_extra`` says the same without importing anything (for a check before long work).
+
+This module imports only the standard library and ``mx_rag.errors``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from mx_rag.errors import ExtraNotInstalledError
+
+__all__ = ["check_extra", "extra_import", "lazy_exports"]
+
+
+def lazy_exports(
+    module_globals: dict[str, Any],
+    exports: Mapping[str, str],
+    *,
+    extra: str | None = None,
+    extra_modules: Collection[str] = (),
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``(__getattr__, __dir__)`` of a module whose names in ``exports`` load on first access.
+
+    Args:
+        module_globals: the package's ``globals()``; a resolved name is stored there.
+        exports: exported name -> the module that defines it (absolute, or relative to the
+            package, like ``".base_storage"``).
+        extra: when given, a missing module among ``extra_modules`` (top-level names) raises
+            ``ExtraNotInstalledError`` naming this extra; any other ``ImportError`` propagates.
+        extra_modules: the top-level modules that ``extra`` installs.
+
+    Returns:
+        Assign them at module level: ``__getattr__, __dir__ = lazy_exports(globals(), {...})``.
+        ``__getattr__`` raises ``AttributeError("module 'pkg' has no attribute 'name'")`` for a
+        name not in ``exports``; ``__dir__`` lists the module's globals and every export.
+    """
+    package = str(module_globals["__name__"])
+    table = dict(exports)
+    modules = frozenset(extra_modules)
+    if extra is None and modules:
+        raise ValueError("extra_modules needs extra")
+
+    def __getattr__(name: str) -> Any:
+        target = table.get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if extra is None:
+            module = importlib.import_module(target, package)
+        else:
+            with extra_import(extra, only=modules):
+                module = importlib.import_module(target, package)
+        value = getattr(module, name)
+        module_globals[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(module_globals) | set(table))
+
+    return __getattr__, __dir__
+
+
+@contextmanager
+def extra_import(extra: str, *modules: str, only: Collection[str] | None = None) -> Iterator[None]:
+    """Turn an ``ImportError`` inside the block into ``ExtraNotInstalledError`` naming ``extra``.
+
+    Args:
+        extra: the extra that installs the modules (``pip install "mxrag[<extra>]"``).
+        modules: the modules the block imports; the first is reported when the error names
+            no module.
+        only: top-level module names that count as missing pieces of the extra. An
+            ``ImportError`` naming any other module (a bug in our own code, say) propagates
+            unchanged. Default: every ``ImportError`` counts.
+
+    Raises:
+        ExtraNotInstalledError: a module was missing; ``.module`` is its top-level name,
+            ``.extra`` is ``extra``, and the ``ImportError`` is chained.
+    """
+    try:
+        yield
+    except ExtraNotInstalledError:
+        raise
+    except ImportError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if only is not None and missing not in only:
+            raise
+        raise ExtraNotInstalledError(missing or (modules[0] if modules else "?"), extra) from exc
+
+
+def check_extra(extra: str, *modules: str) -> None:
+    """Raise ``ExtraNotInstalledError`` for the first of ``modules`` that is not installed.
+
+    Nothing is imported (``importlib.util.find_spec``), so this is cheap: call it before work
+    that would fail late without the extra.
+    """
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise ExtraNotInstalledError(module, extra)
