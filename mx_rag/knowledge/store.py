@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, MetaData, and_, create_engine, delete, event, func, inspect, or_, select, text, update
+from sqlalchemy import Engine, MetaData, and_, delete, func, inspect, or_, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,7 +25,7 @@ from mx_rag.knowledge.models import (
     KnowledgeModel,
     RegistryBase,
 )
-from mx_rag.storage.engines import postgres_engine
+from mx_rag.storage.engines import postgres_engine, sqlite_engine
 from mx_rag.utils.checks import check_bool, check_choice, check_int, check_str, fail
 from mx_rag.utils.file_check import check_writable_parent
 from mx_rag.utils.process_lock import AdvisoryLock, ProcessLock, lock_path_for
@@ -38,22 +38,6 @@ def check_user_id(user_id: Any) -> str:
     if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
         raise fail("user_id", user_id, "6 to 64 characters from [a-zA-Z0-9_-]")
     return user_id
-
-
-def sqlite_engine(path: Path) -> Engine:
-    """A thread-safe engine on a SQLite file (WAL, busy timeout), created with mode 0600."""
-    if not path.exists():
-        path.touch(mode=0o600)
-    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": 30})
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    return engine
 
 
 DEFAULT_EMBEDDING = "all-MiniLM-L6-v2"  # TextEmbedding's model when none is named
@@ -91,7 +75,7 @@ class KnowledgeStore:
         self.db_path: Path | None = None
         if url is None:
             self.db_path = check_writable_parent("db_path", db_path)
-            self._engine = sqlite_engine(self.db_path)
+            self._engine = sqlite_engine(self.db_path, explicit_begin=False)  # ORM sessions: see there
             self.location = str(self.db_path)
         else:
             self._engine = postgres_engine(url, "url")[0]

@@ -10,12 +10,11 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from mx_rag.utils.checks import check_int, fail
-from mx_rag.utils.common import MAX_TOP_K
+from mx_rag.storage.validation import MAX_IDS, check_filter
+from mx_rag.utils.checks import fail
 
 MAX_PAGE_CONTENT = 16 * 1024 * 1024
-MAX_CHUNKS_NUM = 1_000_000
-MAX_FILTER_KEYS = 32
+MAX_CHUNKS_NUM = MAX_IDS  # chunks per add, ids per call: the one id-list limit of mx_rag.storage.validation
 
 
 @dataclass
@@ -47,27 +46,8 @@ class MxDocument:
         return Document(page_content=self.page_content, metadata={**self.metadata, **extra_metadata})
 
 
-def document_ids_filter(filter_dict: dict[str, Any] | None) -> list[int] | None:
-    """The ``document_id`` list of a filter dict (None when there is no such filter).
-
-    A filter dict has at most 32 keys; ``document_id`` must be a list of at most 1,000,000 ints
-    (an empty list matches nothing). Unknown keys are refused rather than silently ignored.
-    """
-    if not filter_dict:
-        return None
-    if not isinstance(filter_dict, dict) or len(filter_dict) > MAX_FILTER_KEYS:
-        raise fail("filter_dict", filter_dict, f"a dict with at most {MAX_FILTER_KEYS} keys")
-    unknown = set(filter_dict) - {"document_id"}
-    if unknown:
-        raise fail(
-            "filter_dict", filter_dict, f"a dict whose only supported key is 'document_id' (got {sorted(unknown)})"
-        )
-    ids = filter_dict["document_id"]
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise fail("filter_dict['document_id']", ids, "a list of ints")
-    if len(ids) > MAX_CHUNKS_NUM:
-        raise fail("filter_dict['document_id']", f"<{len(ids)} ids>", f"a list of at most {MAX_CHUNKS_NUM} ids")
-    return sorted(set(ids))
+# The filter check every store shares; the name is the one ``mx_rag.retrievers`` imports.
+document_ids_filter = check_filter
 
 
 class Docstore(ABC):
@@ -118,7 +98,3 @@ class Docstore(ABC):
     def count(self) -> int:
         """Number of chunks."""
         return len(self.get_all_chunk_id())
-
-    @staticmethod
-    def _check_top_k(top_k: Any) -> int:
-        return check_int("top_k", top_k, 1, MAX_TOP_K)

@@ -23,25 +23,23 @@ from mx_rag.storage.document_store.base_storage import (
     MAX_PAGE_CONTENT,
     Docstore,
     MxDocument,
-    document_ids_filter,
 )
 from mx_rag.storage.document_store.chunk_rows import (
-    MAX_ID,
     ROW_COLUMNS,
     ChunkCodec,
     TextFn,
-    check_ids,
     chunk_table,
 )
 from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
-from mx_rag.utils.checks import check_int, check_pattern, check_str, fail
+from mx_rag.storage.engines import WRITE
+from mx_rag.storage.validation import check_filter, check_id, check_ids, check_top_k
+from mx_rag.utils.checks import check_pattern, check_str, fail
 from mx_rag.utils.common import TEXT_MAX_LEN
 
 logger = logging.getLogger(__name__)
 
 TABLE_NAME_PATTERN = r"[a-z_][a-z0-9_]{0,47}"
-WRITE: Final = "mxrag_write"  # execution option: this connection writes (SQLite: BEGIN IMMEDIATE)
 _FAST_MAX_IDS: Final = 256  # search_many of up to this many ids runs a cached driver-level statement
 _POSITIONAL_MARKERS: Final = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
@@ -186,7 +184,7 @@ class _SqlDocstore(Docstore):
             ParameterError: a bad argument; nothing is written.
             StorageError: the database failed; nothing is written.
         """
-        check_int("document_id", document_id, 0, MAX_ID)
+        document_id = check_id("document_id", document_id)
         if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
             raise fail("documents", documents, "a list of MxDocument")
         if not 1 <= len(documents) <= MAX_CHUNKS_NUM:
@@ -215,7 +213,7 @@ class _SqlDocstore(Docstore):
 
     def delete(self, document_id: int) -> list[int]:
         """Delete every chunk of ``document_id`` (and its full-text rows); return their ids, ascending."""
-        check_int("document_id", document_id, 0, MAX_ID)
+        document_id = check_id("document_id", document_id)
         table = self._table
         with self._errors("deleting chunks"), self._write() as conn:
             statement = table.delete().where(table.c.document_id == document_id).returning(table.c.chunk_id)
@@ -230,11 +228,9 @@ class _SqlDocstore(Docstore):
         Raises:
             ParameterError: lengths differ, an id repeats or does not exist, a text is too long.
         """
-        ids = check_ids("chunk_ids", chunk_ids)
+        ids = check_ids("chunk_ids", chunk_ids, allow_empty=True).tolist()
         if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence) or len(texts) != len(ids):
             raise fail("texts", texts, f"a list of str as long as chunk_ids ({len(ids)})")
-        if len(set(ids)) != len(ids):
-            raise ParameterError("chunk_ids must not repeat an id")
         for i, text in enumerate(texts):
             check_str(f"texts[{i}]", text, 0, MAX_PAGE_CONTENT)
             self._codec.check_text(f"texts[{i}]", text)
@@ -269,12 +265,12 @@ class _SqlDocstore(Docstore):
 
     def search(self, chunk_id: int) -> MxDocument | None:
         """The chunk with id ``chunk_id``, or None."""
-        check_int("chunk_id", chunk_id, 0, MAX_ID)
+        chunk_id = check_id("chunk_id", chunk_id)
         return self.search_many([chunk_id]).get(chunk_id)
 
     def search_many(self, chunk_ids: Sequence[int]) -> dict[int, MxDocument]:
         """Chunks by id, in one query per 10,000 ids; ids not found are absent from the result."""
-        ids = sorted(set(check_ids("chunk_ids", chunk_ids)))
+        ids = sorted(set(check_ids("chunk_ids", chunk_ids, allow_empty=True, unique=False).tolist()))
         if not ids:
             return {}
         if len(ids) <= _FAST_MAX_IDS and (sql := self._select_ids_sql(len(ids))) is not None:
@@ -324,7 +320,7 @@ class _SqlDocstore(Docstore):
 
     def search_by_document_id(self, document_id: int) -> list[MxDocument]:
         """The chunks of ``document_id`` in insertion order."""
-        check_int("document_id", document_id, 0, MAX_ID)
+        document_id = check_id("document_id", document_id)
         table = self._table
         query = select(*self._row_columns).where(table.c.document_id == document_id).order_by(table.c.chunk_id)
         with self._errors("reading chunks"), self._read() as conn:
@@ -366,8 +362,8 @@ class _SqlDocstore(Docstore):
             StorageError: the database cannot do full-text search (SQLite without FTS5).
         """
         check_str("query", query, 0, TEXT_MAX_LEN)
-        top_k = self._check_top_k(top_k)
-        document_ids = document_ids_filter(filter_dict)
+        top_k = check_top_k(top_k)
+        document_ids = check_filter(filter_dict)
         if self._codec.encrypts:
             raise ParameterError(
                 "full_text_search is unavailable on a docstore with encrypt_fn: a full-text index would hold "

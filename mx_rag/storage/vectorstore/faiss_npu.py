@@ -18,20 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mx_rag.errors import ExtraNotInstalledError, ParameterError, StorageError
+from mx_rag.errors import ParameterError, StorageError
+from mx_rag.storage.validation import check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _sidecar
 from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
-from mx_rag.storage.vectorstore._validation import (
-    check_document_ids,
-    check_filter,
-    check_ids,
-    check_k,
-    check_params,
-)
+from mx_rag.storage.vectorstore._validation import check_document_ids, check_params
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_writable_parent
+from mx_rag.utils.lazy import extra_import
 from mx_rag.utils.process_lock import ProcessLock, lock_path_for
 
 if TYPE_CHECKING:
@@ -46,12 +42,8 @@ _CACHED_FILTERS = 16  # multi-document filters whose id arrays are kept between 
 
 
 def _faiss_backend() -> Any:
-    try:
+    with extra_import("faiss", "faiss", only={"faiss"}):
         from mx_rag.storage.vectorstore import _faiss_index
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] == "faiss":
-            raise ExtraNotInstalledError("faiss", "faiss") from exc
-        raise
     return _faiss_index
 
 

@@ -14,18 +14,14 @@ from typing import Any, overload
 
 import numpy as np
 
-from mx_rag.errors import ExtraNotInstalledError, ParameterError, StorageError
+from mx_rag.errors import ParameterError, StorageError
+from mx_rag.storage.validation import check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, METRIC_TYPES, SPARSE_MODES
-from mx_rag.storage.vectorstore._validation import (
-    check_document_ids,
-    check_filter,
-    check_ids,
-    check_k,
-    check_sparse,
-)
+from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_str
+from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +35,8 @@ Metas = list[dict[str, Any]] | None
 
 
 def _pymilvus() -> Any:
-    try:
+    with extra_import("milvus", "pymilvus"):
         import pymilvus
-    except ImportError as exc:
-        raise ExtraNotInstalledError("pymilvus", "milvus") from exc
     return pymilvus
 
 

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Argument checks shared by the chunk stores and the vector stores: ``top_k``/``k``, id lists and
+``filter_dict``. Each raises ``ParameterError`` naming the parameter, the value and the allowed range.
+
+Limits:
+
+* ``top_k``/``k``: an int in [1, ``MAX_TOP_K``] (10,000, ``mx_rag.utils.common``);
+* an id: an int in [0, 2**63 - 1] (a SQL BIGINT, a FAISS/Milvus int64);
+* a list of ids: at most ``MAX_IDS`` (1,000,000), both for chunk ids, vector ids and the
+  ``document_id`` list of a filter;
+* ``filter_dict``: None or a dict of at most 32 keys, of which only ``document_id`` is supported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+import numpy as np
+
+from mx_rag.errors import ParameterError
+from mx_rag.utils.checks import check_int, fail
+from mx_rag.utils.common import MAX_TOP_K
+
+__all__ = [
+    "FILTER_KEYS",
+    "MAX_FILTER_KEYS",
+    "MAX_ID",
+    "MAX_IDS",
+    "MAX_TOP_K",
+    "check_filter",
+    "check_id",
+    "check_ids",
+    "check_k",
+    "check_top_k",
+]
+
+MAX_ID = 2**63 - 1
+MAX_IDS = 1_000_000
+MAX_FILTER_KEYS = 32
+FILTER_KEYS = ("document_id",)
+
+
+def check_top_k(top_k: Any, name: str = "top_k") -> int:
+    """``top_k`` (or another count of results named ``name``): an int in [1, MAX_TOP_K]."""
+    return check_int(name, top_k, 1, MAX_TOP_K)
+
+
+def check_k(k: Any) -> int:
+    """``k``: results to return, an int in [1, MAX_TOP_K]."""
+    return check_top_k(k, "k")
+
+
+def check_id(name: str, value: Any) -> int:
+    """One id: an int in [0, 2**63 - 1] (numpy ints accepted, returned as int)."""
+    return check_int(name, int(value) if isinstance(value, np.integer) else value, 0, MAX_ID)
+
+
+def _id_values(name: str, ids: Any, low: int) -> list[int]:
+    """The ints of an id list, each in [0, MAX_ID], ``low`` to ``MAX_IDS`` of them."""
+    expected = f"a list of {low} to {MAX_IDS} ints in [0, {MAX_ID}]"
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1 or (ids.dtype.kind not in "iuO" and len(ids)):
+            raise fail(name, ids, expected)
+    elif isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, AbstractSet)):
+        raise fail(name, ids, expected)
+    if not low <= len(ids) <= MAX_IDS:
+        raise ParameterError(f"{name} must hold {low} to {MAX_IDS} ids, got {len(ids)}")
+    values: list[Any] = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+    if not all(type(v) is int for v in values):  # the common case needs no per-element checks
+        values = [check_id(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    if values and not (min(values) >= 0 and max(values) <= MAX_ID):
+        for i, value in enumerate(values):
+            check_int(f"{name}[{i}]", value, 0, MAX_ID)
+    return values
+
+
+def check_ids(
+    name: str, ids: Any, *, rows: int | None = None, allow_empty: bool = False, unique: bool = True
+) -> np.ndarray:
+    """Caller ids as a 1-D int64 array: a list (tuple, range, set, 1-D int array) of at most
+    1,000,000 ints in [0, 2**63 - 1], ``rows`` of them if given, at least one unless ``allow_empty``.
+
+    With ``unique`` a repeated id is an error; without it repeats are dropped (order kept).
+    """
+    values = _id_values(name, ids, 0 if allow_empty else 1)
+    array = np.fromiter(values, dtype=np.int64, count=len(values))
+    if rows is not None and len(array) != rows:
+        raise ParameterError(f"{name} must hold one id per row ({rows}), got {len(array)} ids")
+    if not unique:
+        _, first = np.unique(array, return_index=True)
+        return array[np.sort(first)]
+    if len(np.unique(array)) != len(array):
+        seen: set[int] = set()
+        repeated = []
+        for value in values:
+            if value in seen:
+                repeated.append(value)
+            seen.add(value)
+        raise ParameterError(f"{name} must not repeat an id, got repeated ids {repeated[:10]}")
+    return array
+
+
+def check_filter(filter_dict: Any) -> list[int] | None:
+    """The document ids a ``filter_dict`` keeps (sorted, unique), or None for no filter.
+
+    ``filter_dict`` is None or ``{}`` (no filter), or ``{"document_id": [ids]}`` with at most
+    1,000,000 ints in [0, 2**63 - 1] (an empty list matches nothing). Any other key, and any value
+    that is not a dict, is refused rather than ignored, so a typo cannot turn a filtered search
+    into an unfiltered one.
+    """
+    if filter_dict is None:
+        return None
+    if not isinstance(filter_dict, Mapping):
+        raise fail("filter_dict", filter_dict, 'None or a dict like {"document_id": [1, 2]}')
+    if not filter_dict:
+        return None
+    if len(filter_dict) > MAX_FILTER_KEYS:
+        raise ParameterError(f"filter_dict must have at most {MAX_FILTER_KEYS} keys, got {len(filter_dict)}")
+    unknown = sorted(str(key) for key in filter_dict if key not in FILTER_KEYS)
+    if unknown:
+        raise ParameterError(f"filter_dict keys must be in {list(FILTER_KEYS)}, got unsupported keys {unknown}")
+    return sorted(set(_id_values("filter_dict['document_id']", filter_dict["document_id"], 0)))
