@@ -76,7 +76,8 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
     from contextlib import ExitStack
 
     from mx_rag.cli.common import fail
-    from mx_rag.errors import ExtraNotInstalledError, MxRagError
+    from mx_rag.errors import MxRagError
+    from mx_rag.utils.lazy import extra_import
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="mxrag mcp: %(levelname)s %(name)s: %(message)s")
@@ -87,10 +88,8 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
 
                 settings = load_settings(config, data_dir=data_dir)
                 principal = _principal(settings, api_key)
-                try:
+                with extra_import("server", "mcp"):
                     from mx_rag.server.mcp_api import run_stdio
-                except ImportError as exc:
-                    raise ExtraNotInstalledError(exc.name or "mcp", "server") from exc
                 from mx_rag.server.app import server_llm
                 from mx_rag.server.service import KnowledgeService
 

@@ -48,8 +48,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mx_rag.corag._sft_data import ChatCollator, encode_chat, load_chat_samples
-from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_bool, check_choice, check_int, check_number, check_str
+from mx_rag.utils.lazy import check_extra
 
 __all__ = ["FineTuneArguments", "SubqueryFineTuner"]
 
@@ -147,8 +148,7 @@ class FineTuneArguments:
 
 
 def _require(module: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise ExtraNotInstalledError(module, "finetune")
+    check_extra("finetune", module)
 
 
 def _distributed() -> bool:

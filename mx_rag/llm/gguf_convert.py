@@ -22,15 +22,15 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from mx_rag.embedding.local._cache import build_once, models_home
-from mx_rag.errors import ExtraNotInstalledError, MxRagError, ParameterError
+from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_choice
+from mx_rag.utils.lazy import check_extra
 
 __all__ = ["CONVERTER_VERSION", "DTYPES", "ensure_local_llm_hf", "gguf_to_transformers"]
 
@@ -38,13 +38,10 @@ logger = logging.getLogger(__name__)
 
 CONVERTER_VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
-_REQUIRED = (("torch", "finetune"), ("transformers", "finetune"), ("gguf", "finetune"))
 
 
 def _require_modules() -> None:
-    for module, extra in _REQUIRED:
-        if importlib.util.find_spec(module) is None:
-            raise ExtraNotInstalledError(module, extra)
+    check_extra("finetune", "torch", "transformers", "gguf")
 
 
 def _as_path(name: str, value: Any) -> Path:

@@ -19,8 +19,9 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from mx_rag.errors import ExtraNotInstalledError, MxRagError, ParameterError
+from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_bool, check_int, check_optional_str, check_str
+from mx_rag.utils.lazy import extra_import
 
 __all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "LocalLLMServer", "default_model_path", "default_threads"]
 
@@ -174,10 +175,8 @@ class LocalLLMServer:
         """Load the model, start listening, and return once the server answers."""
         if self.running:
             return self
-        try:
+        with extra_import("llm", "xllamacpp"):
             import xllamacpp
-        except ImportError as exc:
-            raise ExtraNotInstalledError("xllamacpp", "llm") from exc
         from mx_rag.llm.models import resolve_model
 
         if self._port:

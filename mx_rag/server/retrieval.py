@@ -19,18 +19,17 @@ Errors have the shape of every mx_rag app (``mx_rag.server.errors``): a malforme
 import logging
 from typing import Any
 
-from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.errors import ParameterError
 from mx_rag.retrievers.sources import DocumentSource, RetrieverSource
 from mx_rag.server.runner import AppServer
 from mx_rag.utils.checks import check_int, fail
 from mx_rag.utils.common import MAX_TOP_K, MB, TEXT_MAX_LEN
+from mx_rag.utils.lazy import extra_import
 
-try:
+with extra_import("server", "fastapi"):
     from fastapi import FastAPI
 
     from mx_rag.server.errors import ApiError, install_error_handling
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ExtraNotInstalledError(exc.name or "fastapi", "server") from exc
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr

@@ -11,8 +11,9 @@ import time
 from types import TracebackType
 from typing import Any
 
-from mx_rag.errors import ExtraNotInstalledError, MxRagError, ParameterError
+from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_int, check_number, check_str
+from mx_rag.utils.lazy import extra_import
 
 __all__ = ["AppServer", "bind_socket"]
 
@@ -85,10 +86,8 @@ class AppServer:
             return self
         if self.app is None:
             raise ParameterError("AppServer.app must be set before start()")
-        try:
+        with extra_import("server", "uvicorn"):
             import uvicorn
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ExtraNotInstalledError(exc.name or "uvicorn", "server") from exc
         self.bind()
         sock, self._socket = self._socket, None
         config = uvicorn.Config(

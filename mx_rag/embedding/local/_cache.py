@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mx_rag.errors import ExtraNotInstalledError
+from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,8 @@ def build_once(target: Path, build: Callable[[Path], object], marker: dict[str, 
     """
     if read_marker(target) == marker:
         return target
-    try:
+    with extra_import("embed", "filelock"):  # filelock comes with transformers
         from filelock import FileLock
-    except ImportError as exc:  # pragma: no cover - filelock comes with transformers
-        raise ExtraNotInstalledError("filelock", "embed") from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f".{target.name}.lock"), timeout=LOCK_TIMEOUT):
         if read_marker(target) == marker:  # another process built it while we waited

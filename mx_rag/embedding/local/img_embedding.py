@@ -18,10 +18,11 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from mx_rag.embedding._inputs import MAX_TEXTS, check_batch_size, check_items, check_text, check_texts
-from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import MAX_DEVICE_ID, MAX_MODEL_NAME_LENGTH, MB
 from mx_rag.utils.file_check import check_dir
+from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +58,8 @@ def _processor_backend(transformers: Any) -> dict[str, str]:
 
 
 def _pil() -> Any:
-    try:
+    with extra_import("embed", "PIL"):
         from PIL import Image
-    except ImportError as exc:
-        raise ExtraNotInstalledError("PIL", "embed") from exc
     return Image
 
 
@@ -190,10 +189,8 @@ class ImageEmbedding(Embeddings):
             return self._loaded
 
     def _load(self) -> _Loaded:
-        try:
+        with extra_import("embed", "transformers"):
             import transformers
-        except ImportError as exc:
-            raise ExtraNotInstalledError(exc.name or "transformers", "embed") from exc
         from mx_rag.embedding.device import select_device
 
         device = select_device(self._dev_id)

@@ -22,10 +22,11 @@ from mx_rag.embedding.local._model_info import (
     resolve_max_length,
     resolve_pooling,
 )
-from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_dir
+from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +64,9 @@ def check_lock(lock: Any) -> Any:
 
 
 def _import_runtime() -> tuple[Any, Any]:
-    try:
+    with extra_import("embed", "torch", "transformers"):
         import torch
         import transformers
-    except ImportError as exc:
-        raise ExtraNotInstalledError(exc.name or "transformers", "embed") from exc
     return torch, transformers
 
 

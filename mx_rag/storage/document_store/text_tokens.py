@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mx_rag.errors import ExtraNotInstalledError
+from mx_rag.utils.lazy import extra_import
 
 __all__ = ["index_tokens", "query_tokens", "warm_up"]
 
@@ -85,10 +85,8 @@ def _segmenter() -> Any:
     with _jieba_lock:
         if _jieba is None:
             start = time.perf_counter()
-            try:
+            with extra_import("all", "jieba"):
                 import jieba
-            except ImportError as exc:
-                raise ExtraNotInstalledError("jieba", "all") from exc
             segmenter = jieba.Tokenizer()
             segmenter.tmp_dir = _cache_dir()
             jieba_logger = logging.getLogger("jieba")
