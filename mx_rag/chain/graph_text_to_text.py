@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from mx_rag.chain.single_text_to_text import SingleText2TextChain, UserContentBuilder
-from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.protocol import LLMLike
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import fail
 
@@ -49,7 +49,7 @@ class GraphRagText2TextChain(SingleText2TextChain):
     """Graph RAG question answering: ``GraphRetriever`` contexts -> prompt -> LLM.
 
     Args:
-        llm: a ``Text2TextLLM``.
+        llm: a ``Text2TextLLM``, any ``ChatLLM`` or a LangChain chat or text model.
         retriever: a ``GraphRetriever`` (``GraphRAGPipeline.as_retriever()``); any retriever
             returning Documents or strings works.
         reranker: optional ``Reranker`` over the contexts (the pipeline's ``rerank_model``
@@ -70,7 +70,7 @@ class GraphRagText2TextChain(SingleText2TextChain):
 
     def __init__(
         self,
-        llm: Text2TextLLM,
+        llm: LLMLike,
         retriever: BaseRetriever,
         reranker: Reranker | None = None,
         prompt: str = TEXT_RAG_TEMPLATE,

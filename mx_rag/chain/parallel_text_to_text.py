@@ -30,7 +30,7 @@ from mx_rag.chain.single_text_to_text import (
 )
 from mx_rag.errors import MxRagError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.protocol import LLMLike
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import check_number
 
@@ -73,7 +73,7 @@ class ParallelText2TextChain(SingleText2TextChain):
 
     def __init__(
         self,
-        llm: Text2TextLLM,
+        llm: LLMLike,
         retriever: BaseRetriever,
         reranker: Reranker | None = None,
         prompt: str = FIRST_RAG_PROMPT,

@@ -12,7 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 
 from mx_rag.chain.base import Chain
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.llm.text2text import Text2TextLLM, _check_sys_messages
+from mx_rag.llm.protocol import LLMLike, chat_llm
+from mx_rag.llm.text2text import _check_sys_messages
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
@@ -54,7 +55,8 @@ class SingleText2TextChain(Chain):
     """Single-turn RAG: retrieve documents, rerank them, and answer with the LLM.
 
     Args:
-        llm: a ``Text2TextLLM``.
+        llm: a ``Text2TextLLM``, any ``ChatLLM`` or a LangChain chat or text model (see
+            ``mx_rag.llm.protocol``).
         retriever: any LangChain retriever (``Retriever``, ``MultiQueryRetriever``, ...).
         reranker: optional ``Reranker`` applied to the retrieved documents.
         prompt: instruction added after the documents, 1 to 1 MiB characters.
@@ -70,7 +72,7 @@ class SingleText2TextChain(Chain):
 
     def __init__(
         self,
-        llm: Text2TextLLM,
+        llm: LLMLike,
         retriever: BaseRetriever,
         reranker: Reranker | None = None,
         prompt: str = DEFAULT_RAG_PROMPT,
@@ -78,7 +80,7 @@ class SingleText2TextChain(Chain):
         source: bool = True,
         user_content_builder: UserContentBuilder = _user_content_builder,
     ) -> None:
-        self._llm = check_instance("llm", llm, Text2TextLLM)
+        self._llm = chat_llm("llm", llm)
         self._retriever = check_instance("retriever", retriever, BaseRetriever)
         self._reranker = None if reranker is None else check_instance("reranker", reranker, Reranker)
         self._prompt = check_str("prompt", prompt, 1, MAX_PROMPT_LENGTH)

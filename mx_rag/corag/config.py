@@ -41,12 +41,13 @@ MAX_PATH_LENGTH = 32
 
 
 def check_llm(name: str, llm: Any, *, optional: bool = False) -> Any:
-    """A ``Text2TextLLM`` or any object with ``chat(query, llm_config=...)``; None when optional."""
+    """A ``Text2TextLLM``, any object with ``chat(query, llm_config=...)`` or a LangChain model
+    (see ``mx_rag.llm.protocol.chat_llm``); None when optional."""
     if llm is None and optional:
         return None
-    if not callable(getattr(llm, "chat", None)):
-        raise fail(name, llm, "a Text2TextLLM (an object with a chat(query, llm_config=...) method)")
-    return llm
+    from mx_rag.llm.protocol import chat_llm
+
+    return chat_llm(name, llm, stream=False)
 
 
 def check_source(name: str, source: Any, client_param: ClientParam) -> Any:

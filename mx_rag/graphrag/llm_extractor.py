@@ -12,7 +12,7 @@ from mx_rag.graphrag.extraction import Chunk, Entity, Extraction, Relation
 from mx_rag.graphrag.json_repair import loads_tolerant
 from mx_rag.graphrag.prompts import EXTRACTION_PROMPTS, JSON_REPAIR_PROMPTS, fill
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.protocol import LLMLike, chat_llm
 from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str
 from mx_rag.utils.common import MAX_PROMPT_LENGTH, Lang
 
@@ -51,7 +51,7 @@ class LLMExtractor:
     or, with ``repair_with_llm``, one more call asking the LLM to rewrite it as JSON.
 
     Args:
-        llm: the ``Text2TextLLM`` to ask.
+        llm: the ``Text2TextLLM`` (or any ``ChatLLM``, or a LangChain model) to ask.
         lang: ``Lang.EN`` or ``Lang.CH``: the language of the built-in prompt.
         max_workers: concurrent LLM calls, 1 to 512. Default 5.
         prompt: a replacement prompt containing ``{text}`` (1 to 1 MiB characters).
@@ -65,14 +65,14 @@ class LLMExtractor:
 
     def __init__(
         self,
-        llm: Text2TextLLM,
+        llm: LLMLike,
         lang: Lang = Lang.EN,
         max_workers: int = 5,
         prompt: str | None = None,
         llm_config: LLMParameterConfig | None = None,
         repair_with_llm: bool = False,
     ) -> None:
-        self._llm = check_instance("llm", llm, Text2TextLLM)
+        self._llm = chat_llm("llm", llm, stream=False)
         self._lang = check_instance("lang", lang, Lang)
         self._max_workers = check_int("max_workers", max_workers, 1, MAX_WORKERS)
         self._prompt = EXTRACTION_PROMPTS[lang] if prompt is None else check_str("prompt", prompt, 1, MAX_PROMPT_LENGTH)

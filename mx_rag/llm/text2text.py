@@ -12,6 +12,7 @@ from langchain_core.outputs import GenerationChunk
 from mx_rag.llm._chat import ChatModel, check_sys_messages
 from mx_rag.llm._openai import build_messages
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.protocol import cumulative
 from mx_rag.utils.checks import check_str
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN
 
@@ -68,7 +69,7 @@ class Text2TextLLM(ChatModel):
         llm_config: LLMParameterConfig | None = None,
     ) -> Iterator[str]:
         """Stream the answer: each item is the whole answer so far (not a delta)."""
-        return _cumulative(self.chat_deltas(query, sys_messages, role, llm_config))
+        return cumulative(self.chat_deltas(query, sys_messages, role, llm_config))
 
     def chat_deltas(
         self,
@@ -111,10 +112,3 @@ class Text2TextLLM(ChatModel):
             if run_manager is not None:
                 run_manager.on_llm_new_token(delta)
             yield GenerationChunk(text=delta)
-
-
-def _cumulative(deltas: Iterator[str]) -> Iterator[str]:
-    text = ""
-    for delta in deltas:
-        text += delta
-        yield text

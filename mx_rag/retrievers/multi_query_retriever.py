@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from mx_rag.errors import RemoteError
 from mx_rag.llm._openai import TRUNCATION_MARK
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.protocol import ChatLLM, chat_llm
 from mx_rag.retrievers.fusion import reciprocal_rank_fusion, unique
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.utils.checks import check_str, fail
@@ -79,7 +79,7 @@ class MultiQueryRetriever(Retriever):
     All parameters of ``Retriever`` plus:
 
     Args:
-        llm: the ``Text2TextLLM`` that rewrites the question.
+        llm: the ``Text2TextLLM`` (or any ``ChatLLM``, or a LangChain model) that rewrites the question.
         prompt: a ``PromptTemplate`` whose only input variable is ``question`` (template of 1 to
             1 MiB characters). By default the Chinese prompt for questions containing Chinese
             characters, else its English translation.
@@ -99,11 +99,16 @@ class MultiQueryRetriever(Retriever):
         >>> r.invoke("Describe the 2024 composition test requirements.")                   # doctest: +SKIP
     """
 
-    llm: Text2TextLLM
+    llm: ChatLLM
     prompt: PromptTemplate | None = None
     parser: BaseOutputParser = Field(default_factory=DefaultOutputParser)
     llm_config: LLMParameterConfig = Field(default_factory=LLMParameterConfig)
     fusion: Literal["length", "rrf"] = "length"
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _check_llm(cls, value: Any) -> Any:
+        return chat_llm("llm", value, stream=False)
 
     @field_validator("prompt", mode="before")
     @classmethod
