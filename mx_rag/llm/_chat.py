@@ -98,9 +98,14 @@ class ChatModel(LLM):
         return messages, check_instance("llm_config", llm_config, LLMParameterConfig)
 
     def _complete(self, messages: list[dict], config: LLMParameterConfig, stop: list[str] | None = None) -> str:
-        body = _openai.chat_body(self.model_name, messages, config, stream=False, stop=stop)
+        return self._complete_message(messages, config, stop)[0]
+
+    def _complete_message(self, messages: list[dict], config: LLMParameterConfig, stop: list[str] | None = None,
+                          extra: dict[str, Any] | None = None) -> tuple[str, list[dict[str, Any]]]:
+        """The answer and its tool calls; ``extra`` adds request fields (``tools``, ``tool_choice``)."""
+        body = {**_openai.chat_body(self.model_name, messages, config, stream=False, stop=stop), **(extra or {})}
         response = self._http.post_json(self.base_url, body)
-        return _openai.parse_completion(response.json(), self.base_url)
+        return _openai.parse_message(response.json(), self.base_url)
 
     def _deltas(
         self, messages: list[dict], config: LLMParameterConfig, stop: list[str] | None = None

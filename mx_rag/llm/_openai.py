@@ -84,6 +84,11 @@ def _finish_reason(choice: dict[str, Any]) -> str | None:
 
 def parse_completion(data: Any, url: str) -> str:
     """Answer text of a non-streaming chat completion; a null content is the empty answer."""
+    return parse_message(data, url)[0]
+
+
+def parse_message(data: Any, url: str) -> tuple[str, list[dict[str, Any]]]:
+    """Answer text and the tool calls (OpenAI's ``message.tool_calls``, as sent) of a completion."""
     choice = _first_choice(data, url)
     record_usage(data)
     message = choice.get("message") or {}
@@ -91,7 +96,10 @@ def parse_completion(data: Any, url: str) -> str:
     text = content if isinstance(content, str) else ""
     if _finish_reason(choice) == "length":
         text += TRUNCATION_MARK
-    return text
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if calls is not None and (not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls)):
+        raise RemoteResponseError(f"response has malformed tool_calls: {_short(str(calls))!r}", url=url)
+    return text, calls or []
 
 
 def _error_text(error: Any) -> str:

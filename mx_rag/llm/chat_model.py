@@ -3,8 +3,10 @@
 
 ``Text2TextLLM`` is a LangChain ``LLM``: a ``ChatPromptTemplate`` given to it is flattened into
 one user message. Wrapped in ``ChatText2Text`` the messages keep their roles (system, user,
-assistant), so prompt templates, chat history and LangChain agents work as written. The HTTP
-client, TLS settings, retries and default ``llm_config`` are the wrapped LLM's.
+assistant, tool), so prompt templates, chat history and LangChain agents work as written:
+``bind_tools`` sends OpenAI tools and reads the server's tool calls, and ``with_structured_output``
+works through them (the server must support tools: vLLM, OpenAI, llama.cpp with ``--jinja``). The
+HTTP client, TLS settings, retries and default ``llm_config`` are the wrapped LLM's.
 
 Example:
     >>> from langchain_core.prompts import ChatPromptTemplate
@@ -17,14 +19,20 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import LangSmithParams
+from langchain_core.language_models import LangSmithParams, LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ChatMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ChatMessage, ToolMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, SecretStr, ValidationError, field_validator
 
 from mx_rag.errors import ParameterError
@@ -36,24 +44,51 @@ __all__ = ["ChatText2Text", "to_openai_messages"]
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant"}
 _SETTINGS = ("max_tokens", "temperature", "top_p", "seed", "presence_penalty", "frequency_penalty")
+_TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")  # request fields ``bind_tools`` sets
 
 
 def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """LangChain messages as OpenAI chat messages (``{"role", "content"}``), roles kept.
 
+    An ai message's tool calls and a tool message's ``tool_call_id`` go in OpenAI's fields.
+
     Raises:
-        ParameterError: a tool message, a tool call, or no message at all.
+        ParameterError: a message of another type (function, remove), or no message at all.
     """
     if not messages:
         raise ParameterError("messages must hold at least one message")
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            out.append({"role": "tool", "content": message.content, "tool_call_id": message.tool_call_id})
+            continue
         role = message.role if isinstance(message, ChatMessage) else _ROLES.get(message.type)
-        if role is None or getattr(message, "tool_calls", None):
+        if role is None:
             raise ParameterError(f"messages[{i}] is a {message.type!r} message: ChatText2Text sends system, "
-                                 "human and ai messages (tool calling is not supported)")
-        out.append({"role": role, "content": message.content})
+                                 "human, ai and tool messages")
+        entry: dict[str, Any] = {"role": role, "content": message.content}
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            entry["content"] = message.content or None
+            entry["tool_calls"] = [{"id": call["id"], "type": "function",
+                                    "function": {"name": call["name"], "arguments": json.dumps(call["args"])}}
+                                   for call in calls]
+        out.append(entry)
     return out
+
+
+def _ai_message(text: str, raw_calls: list[dict[str, Any]]) -> AIMessage:
+    """The server's answer as an ``AIMessage``: tool calls parsed, unreadable ones kept as invalid."""
+    calls, invalid = [], []
+    for raw in raw_calls:
+        try:
+            parsed = parse_tool_call(raw, return_id=True)
+        except Exception as exc:  # arguments that are not JSON: LangChain's invalid tool call
+            invalid.append(make_invalid_tool_call(raw, str(exc)))
+        else:
+            if parsed is not None:
+                calls.append(parsed)
+    return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=invalid)
 
 
 class ChatText2Text(BaseChatModel):
@@ -71,8 +106,8 @@ class ChatText2Text(BaseChatModel):
 
     A call may override ``max_tokens``, ``temperature``, ``top_p``, ``seed``,
     ``presence_penalty`` and ``frequency_penalty`` (``chat.invoke(messages, max_tokens=64)``);
-    ``stop`` is LangChain's. Streaming yields deltas. Tool calling and structured output are
-    not offered.
+    ``stop`` is LangChain's. Streaming yields deltas; with tools bound, a stream is one chunk
+    (the whole answer and its tool calls, from one non-streaming request).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -135,6 +170,23 @@ class ChatText2Text(BaseChatModel):
             params["ls_stop"] = stops
         return params
 
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | bool | dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Offer ``tools`` (LangChain tools, pydantic models, functions or OpenAI tool dicts).
+
+        ``tool_choice``: ``"auto"``, ``"none"``, ``"any"``/``"required"``/``True`` (some tool), a
+        tool's name, or an OpenAI ``tool_choice`` dict.
+        """
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = _tool_choice(tool_choice, formatted)
+        return super().bind(tools=formatted, **kwargs)
+
     def _config(self, kwargs: dict[str, Any]) -> LLMParameterConfig:
         unknown = sorted(set(kwargs) - set(_SETTINGS))
         if unknown:
@@ -156,8 +208,10 @@ class ChatText2Text(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        text = self.llm._complete(to_openai_messages(messages), self._config(kwargs), self._stop(stop))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        extra = _split_tool_fields(kwargs)
+        text, calls = self.llm._complete_message(to_openai_messages(messages), self._config(kwargs),
+                                                 self._stop(stop), extra)
+        return ChatResult(generations=[ChatGeneration(message=_ai_message(text, calls))])
 
     def _stream(
         self,
@@ -166,8 +220,36 @@ class ChatText2Text(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        if any(kwargs.get(name) for name in _TOOL_FIELDS):
+            message = self._generate(messages, stop, **kwargs).generations[0].message
+            assert isinstance(message, AIMessage)
+            chunks = [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+                      for i, c in enumerate(message.tool_calls)]
+            yield ChatGenerationChunk(message=AIMessageChunk(content=message.content, tool_call_chunks=chunks))
+            return
+        _split_tool_fields(kwargs)
         for delta in self.llm._deltas(to_openai_messages(messages), self._config(kwargs), self._stop(stop)):
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
             if run_manager is not None:
                 run_manager.on_llm_new_token(delta, chunk=chunk)
             yield chunk
+
+
+def _split_tool_fields(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take the tool fields (and LangChain's tracing hint) out of a call's keyword arguments."""
+    kwargs.pop("ls_structured_output_format", None)
+    return {name: kwargs.pop(name) for name in _TOOL_FIELDS if kwargs.get(name) is not None}
+
+
+def _tool_choice(choice: str | bool | dict[str, Any], tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+    names = [tool["function"]["name"] for tool in tools]
+    if isinstance(choice, dict):
+        return choice
+    if choice is True or choice in ("any", "required"):
+        return "required"
+    if choice in ("auto", "none"):
+        return str(choice)
+    if isinstance(choice, str) and choice in names:
+        return {"type": "function", "function": {"name": choice}}
+    raise ParameterError(f"tool_choice must be 'auto', 'none', 'any', 'required', True, a tool name {names} "
+                         f"or an OpenAI tool_choice dict, got {choice!r}")

@@ -60,7 +60,15 @@ class ChatSettings:
 
 
 class TestChatText2TextUnit(ChatSettings, ChatModelUnitTests):
-    pass
+    """Binding tools and structured output build without a server, so the unit suite runs them."""
+
+    @property
+    def has_tool_calling(self) -> bool:
+        return True
+
+    @property
+    def has_structured_output(self) -> bool:
+        return True
 
 
 class TestChatText2TextIntegration(ChatSettings, ChatModelIntegrationTests):
