@@ -78,10 +78,19 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
     """Ingest ``paths`` into knowledge base ``name`` (made if missing), reporting each file."""
     service, who = opened.service, opened.who
     outcome = Outcome(name)
+    found = find_files(paths, {s.lower() for s in service.loader.loaders})
     if name not in service.names(who):
+        from mx_rag.server.service import check_kb_name
+
+        if not check_kb_name(name) or not found.files:  # nothing to put in it: no empty knowledge base
+            outcome.failed.update(found.failed)
+            outcome.skipped.update(found.skipped)
+            report.start(len(outcome.failed))
+            for shown, reason in outcome.failed.items():
+                report.file("failed", shown, reason=reason)
+            return outcome
         service.create(who, name)
         report.note(f"created knowledge base {name!r}")
-    found = find_files(paths, {s.lower() for s in service.loader.loaders})
     memo = FailureMemo(opened.settings.data_dir / MEMO_FILE, f"{who.user_id}/{name}")
     todo = _checked(found, memo, retry_failed, outcome)
     report.start(len(todo) + len(outcome.failed))

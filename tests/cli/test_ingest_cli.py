@@ -173,6 +173,15 @@ def test_an_unknown_data_folder_setting_is_one_line(tmp_path: Path) -> None:
     assert usage.exit_code == 2
 
 
+def test_nothing_to_ingest_leaves_no_new_knowledge_base(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    result = invoke("ingest", str(tmp_path / "nowhere"), "--kb", "fresh", "--data-dir", data)
+    assert result.exit_code == 1
+    assert "nowhere: no such file or folder" in result.stderr and "created" not in result.stderr
+    listed = invoke("kb", "list", "--json", "--data-dir", data)
+    assert listed.exit_code == 0 and "fresh" not in listed.stdout
+
+
 def _corpus(folder: Path, files: int) -> Path:
     """``files`` distinct text files of about 40 chunks of 100 characters each (one commit per file)."""
     folder.mkdir()

@@ -5,8 +5,8 @@ Each target draws one argument from a mix of ints (near the bounds and far), flo
 included), bools, None, strings and lists, and compares the outcome with the documented range.
 Two holes were found here: every numeric check accepted NaN (``check_number``: ``nan < low`` and
 ``nan > high`` are both false; fixed, ``test_nan_is_refused``), and ``Retriever(filter_dict=0)``
-(any falsy value) is taken for "no filter", pinned by a strict xfail (``document_ids_filter`` in
-``mx_rag/storage/document_store/base_storage.py``).
+(any falsy value) was taken for "no filter" (fixed by the shared ``check_filter`` of
+``mx_rag/storage/validation.py``: only None and ``{}`` mean no filter).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from fuzz_helpers import check_message, fuzz
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mx_rag.chain import SingleText2TextChain
@@ -209,23 +209,16 @@ RETRIEVER_FIELDS: dict[str, tuple[Callable[[Any], bool], st.SearchStrategy[Any]]
 }
 
 
-def _falsy_non_dict(value: Any) -> bool:
-    return value is not None and not isinstance(value, dict) and not value
-
-
 @fuzz(80)
 @given(field=_field_values(RETRIEVER_FIELDS))
 def test_retriever_limits(stores: tuple[MindFAISS, SQLiteDocstore, Path], field: tuple[str, Any]) -> None:
     faiss_store, docstore, _ = stores
     name, value = field
-    assume(not (name == "filter_dict" and _falsy_non_dict(value)))  # the known hole below
     check(lambda v: Retriever(vector_store=faiss_store, document_store=docstore,
                               embed_func=lambda texts: [[1.0, 0, 0, 0]] * len(texts), **{name: v}),
           name, value, RETRIEVER_FIELDS[name][0](value))
 
 
-@pytest.mark.xfail(strict=True, reason="document_ids_filter takes any falsy value for no filter "
-                                      "(mx_rag/storage/document_store/base_storage.py); reported")
 @pytest.mark.parametrize("value", [0, False, "", [], 0.0])
 def test_retriever_filter_dict_of_a_wrong_type_is_refused(stores: tuple[MindFAISS, SQLiteDocstore, Path],
                                                           value: Any) -> None:
