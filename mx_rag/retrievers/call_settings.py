@@ -31,7 +31,8 @@ from langchain_core.runnables.config import run_in_executor
 
 from mx_rag.errors import ParameterError
 from mx_rag.storage.document_store.base_storage import document_ids_filter
-from mx_rag.utils.checks import check_int, check_number
+from mx_rag.storage.validation import check_k
+from mx_rag.utils.checks import check_number
 from mx_rag.utils.common import MAX_TOP_K
 
 __all__ = [
@@ -47,11 +48,6 @@ __all__ = [
 ALL_SETTINGS = ("k", "score_threshold", "filter_dict")
 # read by LangChain's invoke itself (for its callbacks) and passed on with the other keywords
 _LANGCHAIN_KEYWORDS = frozenset({"verbose"})
-
-
-def check_k(value: Any, high: int = MAX_TOP_K) -> int:
-    """``k``: documents to return, an int in [1, ``high``]."""
-    return check_int("k", value, 1, high)
 
 
 def check_score_threshold(value: Any) -> float | None:

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mx_rag.errors import MxRagError, RetrievalError  # RetrievalError re-exported: part of this protocol
-from mx_rag.utils.checks import check_instance, check_int, check_str
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.storage.validation import check_top_k
+from mx_rag.utils.checks import check_instance, check_str
+from mx_rag.utils.common import TEXT_MAX_LEN
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -67,10 +68,6 @@ def id_text(value: Any) -> str | None:
         return None
     text = str(value)
     return text if text else None
-
-
-def check_top_k(top_k: Any) -> int:
-    return check_int("top_k", top_k, 1, MAX_TOP_K)
 
 
 def check_query(query: Any) -> str:

@@ -42,14 +42,14 @@ MAX_FILTER_KEYS = 32
 FILTER_KEYS = ("document_id",)
 
 
-def check_top_k(top_k: Any, name: str = "top_k") -> int:
-    """``top_k`` (or another count of results named ``name``): an int in [1, MAX_TOP_K]."""
-    return check_int(name, top_k, 1, MAX_TOP_K)
+def check_top_k(top_k: Any, name: str = "top_k", high: int = MAX_TOP_K) -> int:
+    """``top_k`` (or another count of results named ``name``): an int in [1, ``high``], at most MAX_TOP_K."""
+    return check_int(name, top_k, 1, high)
 
 
-def check_k(k: Any) -> int:
-    """``k``: results to return, an int in [1, MAX_TOP_K]."""
-    return check_top_k(k, "k")
+def check_k(k: Any, high: int = MAX_TOP_K) -> int:
+    """``k``: results to return, an int in [1, ``high``]."""
+    return check_top_k(k, "k", high)
 
 
 def check_id(name: str, value: Any) -> int:
