@@ -27,32 +27,37 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _harness import emit, environment, timed
 
 BENCH = "shared_folder"
 DIM = 384
 CHUNKS = 20
 
 
-def timed(fn: Callable[[], Any], calls: int) -> list[float]:
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1e6)
-    return out
+def timed_us(fn: Callable[[], Any], calls: int) -> list[float]:
+    return [timed(fn)[0] * 1e6 for _ in range(calls)]
+
+
+def take_turns(systems: dict[str, Callable[[], Any]], calls: int, rounds: int) -> list[dict[str, list[float]]]:
+    """Per round, each system's microseconds per call; the systems take turns call by call."""
+    results = []
+    for _ in range(rounds):
+        per: dict[str, list[float]] = {name: [] for name in systems}
+        for _ in range(calls):
+            for name, fn in systems.items():
+                per[name].append(timed(fn)[0] * 1e6)
+        results.append(per)
+    return results
 
 
 def median_of_rounds(rounds: list[dict[str, list[float]]]) -> dict[str, float]:
@@ -76,19 +81,12 @@ def bench_query(work: Path, vectors: int, calls: int, rounds: int) -> dict[str, 
         "memory_us": lambda: in_memory.search(query, k=5),
         "faiss_us": lambda: bare.search(query, 5),
     }
-    results = []
-    for _ in range(rounds):
-        per: dict[str, list[float]] = {name: [] for name in systems}
-        for _ in range(calls):
-            for name, fn in systems.items():
-                per[name].extend(timed(fn, 1))
-        results.append(per)
-    figures = median_of_rounds(results)
+    figures = median_of_rounds(take_turns(systems, calls, rounds))
     figures["check_us"] = round(figures["file_us"] - figures["memory_us"], 2)
     from mx_rag.storage.vectorstore.faiss_npu import _signature
 
     index_file = work / "q.index"
-    figures["stat_check_alone_us"] = round(statistics.median(timed(lambda: _signature(index_file), 10_000)), 3)
+    figures["stat_check_alone_us"] = round(statistics.median(timed_us(lambda: _signature(index_file), 10_000)), 3)
     return {"bench": BENCH, "scenario": "query", "vectors": vectors, "k": 5, **figures}
 
 
@@ -143,14 +141,7 @@ def bench_upload(work: Path, uploads: int, rounds: int) -> dict[str, Any]:
 
     systems = {"mxrag_add_file_us": ours, "langchain_add_save_us": langchain, "lock_us": lock_only,
                "leftover_check_us": lambda: kb._finish_interrupted()}
-    results = []
-    for _ in range(rounds):
-        per: dict[str, list[float]] = {name: [] for name in systems}
-        for _ in range(uploads):
-            for name, fn in systems.items():
-                per[name].extend(timed(fn, 1))
-        results.append(per)
-    figures = median_of_rounds(results)
+    figures = median_of_rounds(take_turns(systems, uploads, rounds))
     share = (figures["lock_us"] * 2 + figures["leftover_check_us"]) / figures["mxrag_add_file_us"]
     return {"bench": BENCH, "scenario": "upload", "chunks": CHUNKS, **figures,
             "sharing_share_of_upload": round(share, 4)}
@@ -166,17 +157,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.vectors, args.calls, args.uploads, args.rounds = 10_000, 50, 10, 1
-    print(json.dumps({
-        "bench": BENCH, "scenario": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "mxrag": version("mxrag"), "faiss": version("faiss-cpu"),
-        "filelock": version("filelock"), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-    }), flush=True)
+    emit(environment(BENCH, mxrag=version("mxrag"), faiss=version("faiss-cpu"), filelock=version("filelock"),
+                     cpu_count=os.cpu_count(), platform=platform.platform()))
     __import__("faiss").omp_set_num_threads(1)  # single-query searches: threads only add barrier waits
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(bench_query(Path(tmp), args.vectors, args.calls, args.rounds)), flush=True)
+        emit(bench_query(Path(tmp), args.vectors, args.calls, args.rounds))
         upload_dir = Path(tmp) / "upload"
         upload_dir.mkdir()
-        print(json.dumps(bench_upload(upload_dir, args.uploads, args.rounds)), flush=True)
+        emit(bench_upload(upload_dir, args.uploads, args.rounds))
 
 
 if __name__ == "__main__":
