@@ -41,20 +41,19 @@ import random
 import re
 import sys
 import tempfile
-import time
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from _harness import ROOT, emit, environment, ms, package_version, positive_int, timed
 
 from mx_rag.storage.document_store import MxDocument, PostgresDocstore, SQLiteDocstore
 from mx_rag.storage.document_store.text_tokens import index_tokens, tokenize
 
 BENCH = "docstore"
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "storage" / "debian_reference_excerpt.jsonl"
+DATA = ROOT / "tests" / "data" / "storage" / "debian_reference_excerpt.jsonl"
 QUERIES = [
     "How do I switch between virtual consoles?",
     "proper shutdown procedure before the power is turned off",
@@ -91,16 +90,6 @@ def make_chunks(count: int, seed: int = 7) -> list[MxDocument]:
 def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
 
 
 def n_plus_1(store: SQLiteDocstore, ids: Sequence[int]) -> list[MxDocument | None]:
@@ -212,33 +201,15 @@ def latency_lines(scenario: str, times: dict[str, list[float]]) -> list[dict[str
     return lines
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def environment_line(args: argparse.Namespace) -> dict[str, Any]:
     import sqlite3
 
-    return {
-        "bench": BENCH, "scenario": "environment",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-        "mxrag": package_version("mxrag"), "sqlalchemy": package_version("sqlalchemy"),
-        "langchain_community": package_version("langchain-community"),
-        "cpu_count": os.cpu_count(), "platform": platform.platform(),
-        "chunks": args.chunks, "lookups": args.lookups, "fts_rounds": args.fts_rounds,
-        "postgres": bool(args.postgres_url),
-    }
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return environment(
+        BENCH, sqlite=sqlite3.sqlite_version, mxrag=package_version("mxrag"),
+        sqlalchemy=package_version("sqlalchemy"), langchain_community=package_version("langchain-community"),
+        cpu_count=os.cpu_count(), platform=platform.platform(), chunks=args.chunks, lookups=args.lookups,
+        fts_rounds=args.fts_rounds, postgres=bool(args.postgres_url),
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -256,7 +227,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    print(json.dumps(environment_line(args)), flush=True)
+    emit(environment_line(args))
     rng = random.Random(11)
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-") as workdir:
         systems = Systems(Path(workdir), make_chunks(args.chunks), args.postgres_url)
@@ -271,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append({"bench": BENCH, "scenario": "bulk_add", "system": "summary",
                       **{f"ratio_{s}": round(v / adds["mx_rag"], 2) for s, v in adds.items() if s != "mx_rag"}})
     for line in lines:
-        print(json.dumps(line, ensure_ascii=False), flush=True)
+        emit(line)
     return 0
 
 
