@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
-import json
-import math
 import os
 import platform
 import sys
@@ -45,11 +43,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import openai
+from _harness import emit, environment, ms, package_version, percentile, positive_int, rotated
 
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
 from mx_rag.testing import ScriptedServer
@@ -205,10 +202,6 @@ def run_batch(
     return samples, time.perf_counter() - start
 
 
-def round_order(round_index: int) -> Sequence[str]:
-    return CLIENTS if round_index % 2 == 0 else CLIENTS[::-1]
-
-
 def run_scenario(
     scenario: Scenario, srv: ScriptedServer, ops: dict[str, Operation], args: argparse.Namespace
 ) -> dict[str, Tally]:
@@ -221,7 +214,7 @@ def run_scenario(
         srv.reset()
         tallies = {name: Tally() for name in CLIENTS}
         for round_index in range(args.rounds):
-            for name in round_order(round_index):
+            for name in rotated(CLIENTS, round_index):  # AB, BA, AB, ...
                 samples, wall = run_batch(name, ops[name], next_questions(args.requests), pools.get(name))
                 tallies[name].samples.extend(samples)
                 tallies[name].wall += wall
@@ -233,17 +226,6 @@ def run_scenario(
 
 
 # -- statistics and output ---------------------------------------------------------------------
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    position = (len(sorted_values) - 1) * fraction
-    low, high = math.floor(position), math.ceil(position)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
 
 
 def client_line(scenario: Scenario, client: str, tally: Tally) -> dict[str, Any]:
@@ -273,39 +255,17 @@ def summary_line(scenario: Scenario, lines: dict[str, dict[str, Any]]) -> dict[s
     return line
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def environment_line(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "scenario": "environment",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "implementation": platform.python_implementation(),
-        "mxrag": package_version("mxrag"), "httpx": package_version("httpx"),
-        "openai": package_version("openai"), "pydantic": package_version("pydantic"),
-        "langchain_core": package_version("langchain-core"),
-        "cpu_count": os.cpu_count(), "platform": platform.platform(),
-        "requests_per_round": args.requests, "rounds": args.rounds, "threads": args.threads,
-        "warmup": args.warmup, "max_tokens": MAX_TOKENS,
-    }
-
-
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line), flush=True)
+    return environment(
+        BENCH, implementation=platform.python_implementation(), mxrag=package_version("mxrag"),
+        httpx=package_version("httpx"), openai=package_version("openai"), pydantic=package_version("pydantic"),
+        langchain_core=package_version("langchain-core"), cpu_count=os.cpu_count(), platform=platform.platform(),
+        requests_per_round=args.requests, rounds=args.rounds, threads=args.threads, warmup=args.warmup,
+        max_tokens=MAX_TOKENS,
+    )
 
 
 # -- main --------------------------------------------------------------------------------------
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
