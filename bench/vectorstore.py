@@ -37,20 +37,17 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import faiss
 import numpy as np
+from _harness import emit, environment, package_version, rotated, rotating_rounds
 
 from mx_rag.storage.vectorstore import MindFAISS
 
@@ -155,11 +152,10 @@ def measure_batch(systems: Sequence[System], queries: np.ndarray, k: int, rounds
     """All queries in one call, the systems taking turns; the best of ``rounds`` runs each."""
     best = {id(s): float("inf") for s in systems}
     answers: dict[tuple[str, str], list[list[int]]] = {}
-    for turn in range(rounds):
-        for system in [*systems[turn % len(systems) :], *systems[: turn % len(systems)]]:
-            start = time.perf_counter()
-            answers[system.name, system.index] = system.search(queries, k)
-            best[id(system)] = min(best[id(system)], time.perf_counter() - start)
+    for _, system in rotating_rounds(systems, rounds):
+        start = time.perf_counter()
+        answers[system.name, system.index] = system.search(queries, k)
+        best[id(system)] = min(best[id(system)], time.perf_counter() - start)
     for system in systems:
         system.line["batch_qps"] = round(len(queries) / best[id(system)], 1)
     return answers
@@ -176,8 +172,7 @@ def warm_up() -> None:
 
 def measure_single(systems: Sequence[System], queries: np.ndarray, k: int) -> None:
     for n, query in enumerate(queries):
-        turn = n % len(systems)
-        for system in [*systems[turn:], *systems[:turn]]:
+        for system in rotated(systems, n):
             start = time.perf_counter()
             system.search(query[None, :], k)
             system.latencies.append(time.perf_counter() - start)
@@ -209,28 +204,17 @@ def recall(found: list[list[int]], exact: list[list[int]], k: int) -> float:
     return round(float(np.mean([len(set(a) & set(b)) / k for a, b in zip(found, exact, strict=True)])), 4)
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def ratio(a: Any, b: Any) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
 def run(args: argparse.Namespace) -> int:
-    emit = lambda line: print(json.dumps(line), flush=True)  # noqa: E731
     faiss.omp_set_num_threads(args.omp_threads)
-    emit(
-        {
-            "bench": BENCH, "kind": "environment", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "cpus": os.cpu_count(), "faiss": faiss.__version__,
-            "faiss_threads": faiss.omp_get_max_threads(), "langchain_community": package_version("langchain-community"),
-            "vectors": args.vectors, "dim": DIM, "queries": args.queries, "k": args.k, "batch": args.batch,
-        }
-    )  # fmt: skip
+    emit(environment(
+        BENCH, "kind", "when", cpus=os.cpu_count(), faiss=faiss.__version__, faiss_threads=faiss.omp_get_max_threads(),
+        langchain_community=package_version("langchain-community"), vectors=args.vectors, dim=DIM,
+        queries=args.queries, k=args.k, batch=args.batch,
+    ))
     data, queries = unit_vectors(args.vectors, 1), unit_vectors(args.queries, 2)
     with tempfile.TemporaryDirectory() as tmp:
         systems = [mx_rag_system("FLAT"), faiss_system("FLAT"), mx_rag_system("FLAT", os.path.join(tmp, "f.index"))]
