@@ -17,6 +17,7 @@ from mx_rag.llm.text2text import _check_sys_messages
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
+from mx_rag.utils.lazy import lazy_exports
 
 __all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder"]
 
@@ -144,11 +145,6 @@ class SingleText2TextChain(Chain):
         return result
 
 
-def __getattr__(name: str) -> Any:
-    # GraphRagText2TextChain lives in graph_text_to_text (which imports this module); the
-    # documented import path is this module.
-    if name == "GraphRagText2TextChain":
-        from mx_rag.chain.graph_text_to_text import GraphRagText2TextChain
-
-        return GraphRagText2TextChain
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# GraphRagText2TextChain lives in graph_text_to_text (which imports this module); the
+# documented import path is this module.
+__getattr__, __dir__ = lazy_exports(globals(), {"GraphRagText2TextChain": "mx_rag.chain.graph_text_to_text"})
