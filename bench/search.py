@@ -65,7 +65,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -73,13 +72,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import faiss as _faiss
 import numpy as np
+from _harness import emit, environment, loadavg, memory_mb, package_version, rotated
 
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -158,17 +156,6 @@ class Stores:
     docstore: SQLiteDocstore
     vector: dict[str, MindFAISS]
     build: dict[str, Any] = field(default_factory=dict)
-
-
-def memory_mb() -> dict[str, float]:
-    """Resident memory now and at peak (VmRSS, VmHWM), in MiB."""
-    found: dict[str, float] = {}
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                found["rss_mb" if key == "VmRSS" else "peak_rss_mb"] = round(int(value.split()[0]) / 1024, 1)
-    return found
 
 
 def new_store(kind: str, path: Path | None) -> MindFAISS:
@@ -435,33 +422,17 @@ def result_line(config: Config) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def run(args: argparse.Namespace) -> int:
-    emit = lambda line: print(json.dumps(line), flush=True)  # noqa: E731
     threads = (args.build_threads, args.omp_threads)
     faiss.omp_set_num_threads(args.omp_threads)
-    emit(
-        {
-            "bench": BENCH, "kind": "environment", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "cpus": os.cpu_count(), "loadavg": loadavg(),
-            "faiss": faiss.__version__, "faiss_threads": args.omp_threads, "build_threads": args.build_threads,
-            "sqlalchemy": package_version("sqlalchemy"), "langchain_core": package_version("langchain-core"),
-            "sqlite": __import__("sqlite3").sqlite_version, "sizes": args.sizes, "dim": DIM,
-            "chunks_per_document": CHUNKS_PER_DOC, "text_chars": TEXT_LEN, "queries": args.queries, "k": args.k,
-            "reps": args.reps, "samples": args.samples, "budget_s": args.budget_s, "hnsw": HNSW,
-            "score_threshold": args.threshold,
-        }
-    )  # fmt: skip
+    emit(environment(
+        BENCH, "kind", "when", cpus=os.cpu_count(), loadavg=loadavg(), faiss=faiss.__version__,
+        faiss_threads=args.omp_threads, build_threads=args.build_threads, sqlalchemy=package_version("sqlalchemy"),
+        langchain_core=package_version("langchain-core"), sqlite=__import__("sqlite3").sqlite_version,
+        sizes=args.sizes, dim=DIM, chunks_per_document=CHUNKS_PER_DOC, text_chars=TEXT_LEN, queries=args.queries,
+        k=args.k, reps=args.reps, samples=args.samples, budget_s=args.budget_s, hnsw=HNSW,
+        score_threshold=args.threshold,
+    ))
     lines: list[dict[str, Any]] = []
     wrong: list[str] = []
     temp = None if args.cache_dir else tempfile.mkdtemp(prefix="mxrag_search_bench_")
@@ -477,9 +448,8 @@ def run(args: argparse.Namespace) -> int:
             vectors = {text: matrix[j : j + 1] for j, text in enumerate(texts)}
             todo = configs(stores, vectors, args)
             wrong += [problem for c in todo if (problem := check_answers(c, texts, vectors))]
-            for rep in range(args.reps):
-                turn = rep % len(todo)
-                for config in (todo[turn:] + todo[:turn]) if rep % 2 == 0 else (todo[turn:] + todo[:turn])[::-1]:
+            for rep in range(args.reps):  # rotated, and backwards every other repetition
+                for config in rotated(todo, rep)[:: 1 if rep % 2 == 0 else -1]:
                     with config.timer.installed():
                         measure(config, texts, vectors, rep, args)
             for config in todo:
