@@ -47,10 +47,10 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from _harness import ROOT, emit, environment, loadavg_1m, package_version, positive_int, rotating_rounds
 
 from mx_rag.corag.config import CoRagBaseConfig
 from mx_rag.corag.datasets import iter_passages
@@ -64,7 +64,6 @@ from mx_rag.testing import RecordedRequest, Reply, ScriptedServer
 from mx_rag.utils import ClientParam
 
 BENCH = "corag"
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "multihop" / "hotpotqa_train.json"  # 100 questions
 SAMPLE = ROOT / "tests" / "data" / "multihop" / "hotpotqa_sample.json"  # its first 12
 THREADS = (1, 4, 8)
@@ -201,17 +200,6 @@ def run_plain(llm_server: DelayedLLM, retrieval_url: str, questions: list[str], 
 # -- output -----------------------------------------------------------------------------------------
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line), flush=True)
-
-
 def setting_line(scenario: str, threads: int, runs: list[dict[str, Any]], delay: float) -> dict[str, Any]:
     qpms = [60 * run["questions"] / run["wall"] for run in runs]
     qpm = statistics.median(qpms)
@@ -228,25 +216,15 @@ def setting_line(scenario: str, threads: int, runs: list[dict[str, Any]], delay:
 
 
 def environment_line(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "scenario": "environment",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "mxrag": package_version("mxrag"),
-        "httpx": package_version("httpx"), "openai": package_version("openai"),
-        "cpu_count": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2), "platform": platform.platform(),
-        "questions": args.questions, "rounds": args.rounds, "delay_ms": args.delay_ms,
-        "embedding": args.embedding, "peer": not args.no_peer, "data": args.data.name,
-    }
+    return environment(
+        BENCH, mxrag=package_version("mxrag"), httpx=package_version("httpx"), openai=package_version("openai"),
+        cpu_count=os.cpu_count(), loadavg_1m=loadavg_1m(), platform=platform.platform(), questions=args.questions,
+        rounds=args.rounds, delay_ms=args.delay_ms, embedding=args.embedding, peer=not args.no_peer,
+        data=args.data.name,
+    )
 
 
 # -- main -------------------------------------------------------------------------------------------
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -288,20 +266,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.no_peer:
                 settings += [("plain", t) for t in PLAIN_THREADS]
             runs: dict[tuple[str, int], list[dict[str, Any]]] = {s: [] for s in settings}
-            for round_index in range(args.rounds):
-                shift = round_index % len(settings)
-                for scenario, threads in settings[shift:] + settings[:shift]:
-                    if scenario == "evaluator":
-                        runs[(scenario, threads)].append(
-                            run_evaluator(llm_server, retrieval.url, eval_file, work, threads))
-                        continue
-                    reference = runs[("evaluator", 1)][0] if runs[("evaluator", 1)] else run_evaluator(
-                        llm_server, retrieval.url, eval_file, work, 1)
-                    calls = round(reference["llm_calls"] / reference["questions"])
-                    fetches = round(reference["retrievals"] / reference["questions"])
-                    questions = [it["question"].strip() for it in items]
-                    runs[(scenario, threads)].append(
-                        run_plain(llm_server, retrieval.url, questions, threads, calls, fetches))
+            for _, (scenario, threads) in rotating_rounds(settings, args.rounds):
+                if scenario == "evaluator":
+                    runs[(scenario, threads)].append(run_evaluator(llm_server, retrieval.url, eval_file, work, threads))
+                    continue
+                reference = runs[("evaluator", 1)][0] if runs[("evaluator", 1)] else run_evaluator(
+                    llm_server, retrieval.url, eval_file, work, 1)
+                calls = round(reference["llm_calls"] / reference["questions"])
+                fetches = round(reference["retrievals"] / reference["questions"])
+                questions = [it["question"].strip() for it in items]
+                runs[(scenario, threads)].append(
+                    run_plain(llm_server, retrieval.url, questions, threads, calls, fetches))
     lines = {s: setting_line(s[0], s[1], runs[s], delay) for s in settings}
     for line in lines.values():
         emit(line)
