@@ -56,7 +56,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -68,12 +67,25 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from _harness import (
+    CACHE_DIR,
+    MULTIHOP,
+    WARMUP_QUESTION,
+    Question,
+    cached_vectors,
+    emit,
+    environment,
+    load_corpus,
+    load_questions,
+    loadavg_1m,
+    package_version,
+    percentile,
+    pin_torch_threads,
+    positive_int,
+)
 from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate
 from pydantic import PrivateAttr
@@ -91,12 +103,7 @@ from mx_rag.utils import ClientParam
 
 BENCH = "multi_query"
 K = 5
-DEFAULT_DATA = Path("/work/shared/data/multihop")
-QUESTIONS_FILE = "hotpotqa_train.json"
-CORPUS_FILE = "hotpotqa_train_corpus.json"
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxrag" / "bench"
-WARMUP_QUESTION = "Which river flows through the capital of the country that hosted the 1936 Olympics?"
 
 # DEFAULT_QUERY_PROMPT_CH, translated: same instructions, same worked example, same layout.
 QUERY_PROMPT_EN = PromptTemplate(
@@ -115,30 +122,6 @@ QUERY_PROMPT_EN = PromptTemplate(
     ),
 )
 PROMPTS = {"en": QUERY_PROMPT_EN, "zh": DEFAULT_QUERY_PROMPT_CH}
-
-
-# -- data --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    gold: frozenset[str]  # supporting titles
-
-
-def load_questions(data_dir: Path, count: int) -> list[Question]:
-    records = json.loads((data_dir / QUESTIONS_FILE).read_text(encoding="utf-8"))[:count]
-    return [Question(r["question"], frozenset(title for title, _ in r["supporting_facts"])) for r in records]
-
-
-def load_corpus(data_dir: Path, content: str) -> list[MxDocument]:
-    corpus: dict[str, list[str]] = json.loads((data_dir / CORPUS_FILE).read_text(encoding="utf-8"))
-    docs = []
-    for title, sentences in corpus.items():
-        paragraph = "".join(sentences).strip()  # the sentences carry their leading spaces
-        text = f"{title}: {paragraph}" if content == "title_text" else paragraph
-        docs.append(MxDocument(page_content=text, metadata={"title": title}, document_name=title))
-    return docs
 
 
 # -- the reference BM25 ------------------------------------------------------------------------
@@ -247,14 +230,6 @@ def run_method(method: str, invoke: Callable[[str], list[Document]], questions: 
     return result
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
@@ -273,34 +248,24 @@ def method_line(result: Result, **extra: Any) -> dict[str, Any]:
         "mean_ms": ms(mean(result.latencies)),
     }
     line.update(extra)
-    line["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    line["loadavg_1m"] = loadavg_1m()
     return line
 
 
 # -- main --------------------------------------------------------------------------------------
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def environment_line(args: argparse.Namespace, corpus_size: int, questions: int) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "method": "environment",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "loadavg_1m": round(os.getloadavg()[0], 2), "sqlite": sqlite3.sqlite_version,
-        "mxrag": package_version("mxrag"), "torch": package_version("torch"),
-        "transformers": package_version("transformers"), "faiss": package_version("faiss-cpu"),
-        "xllamacpp": package_version("xllamacpp"), "langchain_core": package_version("langchain-core"),
-        "corpus_chunks": corpus_size, "questions": questions, "content": args.content,
-        "embedding": EMBEDDING_MODEL, "torch_threads": args.torch_threads, "vector_index": "MindFAISS FLAT IP (CPU)",
-        "llm": None if args.no_llm else model_name(None), "llm_threads": args.llm_threads,
-        "prompt": args.prompt, "temperature": 0.0, "max_tokens": args.max_tokens,
-    }
+    return environment(
+        BENCH, "method", platform=platform.platform(), cpu_count=os.cpu_count(), loadavg_1m=loadavg_1m(),
+        sqlite=sqlite3.sqlite_version, mxrag=package_version("mxrag"), torch=package_version("torch"),
+        transformers=package_version("transformers"), faiss=package_version("faiss-cpu"),
+        xllamacpp=package_version("xllamacpp"), langchain_core=package_version("langchain-core"),
+        corpus_chunks=corpus_size, questions=questions, content=args.content, embedding=EMBEDDING_MODEL,
+        torch_threads=args.torch_threads, vector_index="MindFAISS FLAT IP (CPU)",
+        llm=None if args.no_llm else model_name(None), llm_threads=args.llm_threads, prompt=args.prompt,
+        temperature=0.0, max_tokens=args.max_tokens,
+    )
 
 
 def rewrite_stats(record: dict[str, tuple[list[str], float]], questions: Sequence[Question],
@@ -365,32 +330,17 @@ def multi_query_lines(
     return lines
 
 
-def corpus_vectors(embedding: TextEmbedding, corpus: Sequence[MxDocument], cache_dir: Path | None) -> tuple[Any, bool]:
-    """The chunk vectors, from ``cache_dir`` when an earlier run embedded the same texts."""
-    texts = [doc.page_content for doc in corpus]
-    digest = hashlib.sha256(json.dumps([EMBEDDING_MODEL, texts]).encode()).hexdigest()[:16]
-    path = cache_dir / f"hotpotqa-{digest}.npy" if cache_dir is not None else None
-    if path is not None and path.is_file():
-        return np.load(path), True
-    vectors = np.asarray(embedding.embed_documents(texts), dtype=np.float32)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vectors)
-    return vectors, False
-
-
 def run(args: argparse.Namespace) -> None:
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
+    pin_torch_threads(args.torch_threads)
     questions = load_questions(args.data_dir, args.questions)
     corpus = load_corpus(args.data_dir, args.content)
     emit(environment_line(args, len(corpus), len(questions)))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-mq-") as workdir:
         embedding = TextEmbedding()
         start = time.perf_counter()
-        vectors, cached = corpus_vectors(embedding, corpus, args.cache_dir)
-        embed_s = time.perf_counter() - start
+        texts = [doc.page_content for doc in corpus]
+        vectors, seconds = cached_vectors(embedding.embed_documents, EMBEDDING_MODEL, texts, args.cache_dir, "hotpotqa")
+        embed_s, cached = time.perf_counter() - start, seconds is None
         docstore = SQLiteDocstore(Path(workdir) / "chunks.db")
         vector_store = MindFAISS(x_dim=embedding.dimension, devs=None, load_local_index=None)
         start = time.perf_counter()
@@ -445,20 +395,9 @@ def wider_recalls(retriever: Retriever, questions: Sequence[Question]) -> dict[s
     return out
 
 
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line, ensure_ascii=False), flush=True)
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="folder of the HotpotQA files")
+    parser.add_argument("--data-dir", type=Path, default=MULTIHOP, help="folder of the HotpotQA files")
     parser.add_argument("--questions", type=positive_int, default=100, help="questions asked (the first N)")
     parser.add_argument("--quick", action="store_true", help="20 questions (overrides --questions)")
     parser.add_argument("--content", choices=("title_text", "text"), default="title_text",
@@ -469,7 +408,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--llm-threads", type=positive_int, default=1, help="llama.cpp threads")
     parser.add_argument("--torch-threads", type=positive_int, default=1,
                         help="torch CPU threads of the query and corpus embedding")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR,
                         help="where corpus vectors are kept between runs")
     parser.add_argument("--no-cache", dest="cache_dir", action="store_const", const=None,
                         help="embed the corpus afresh, keep nothing")
