@@ -25,6 +25,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
+from _common import DOCS, FILES, add_llm_arguments, client_param_for, llm_endpoint
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from mx_rag.chain import SingleText2TextChain
@@ -34,14 +35,10 @@ from mx_rag.embedding.local import TextEmbedding
 from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
 from mx_rag.knowledge.handler import upload_files
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-from mx_rag.llm.local_server import LocalLLMServer
 from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
-from mx_rag.utils import ClientParam
 
-DOCS = Path(__file__).resolve().parents[1] / "tests" / "data" / "docs"
-FILES = [DOCS / "layout-parser-paper-fast.pdf", DOCS / "fake.docx", DOCS / "fake-power-point.pptx"]
 QUESTION = "What is LayoutParser, the unified toolkit for deep learning based document image analysis?"
 
 
@@ -94,27 +91,15 @@ def main(args: argparse.Namespace, workdir: Path, llm_url: str, llm_model: str) 
     print(response)
 
 
-def client_param_for(url: str, ca_file: str | None) -> ClientParam:
-    """The seed's ClientParam(ca_file=...) for https; plain http (use_http=True) for the local servers."""
-    return ClientParam(ca_file=ca_file) if ca_file else ClientParam(use_http=url.startswith("http:"))
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--question", default=QUESTION)
     parser.add_argument("--score-threshold", type=float, default=0.6)
-    parser.add_argument("--llm-url", help="an OpenAI-compatible .../v1/chat/completions URL (default: embedded LLM)")
-    parser.add_argument("--llm-model", default="Meta-Llama-3-8B-Instruct", help="model name for --llm-url")
-    parser.add_argument("--ca-file", help="CA certificate for an https --llm-url")
+    add_llm_arguments(parser, "Meta-Llama-3-8B-Instruct")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
     arguments = parse_args()
     with tempfile.TemporaryDirectory(prefix="mxrag-basic-chat-") as tmp, contextlib.ExitStack() as stack:
-        if arguments.llm_url:
-            url, model = arguments.llm_url, arguments.llm_model
-        else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
-            url, model = server.chat_url, server.model_name
-        main(arguments, Path(tmp), url, model)
+        main(arguments, Path(tmp), *llm_endpoint(arguments, stack))

@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import List  # noqa: UP035 (the seed's annotation)
 
+from _common import DOCS, add_llm_arguments, client_param_for, llm_endpoint
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
@@ -42,14 +43,11 @@ from mx_rag.embedding.local import TextEmbedding
 from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
 from mx_rag.knowledge.handler import upload_files
 from mx_rag.llm import Img2TextLLM, LLMParameterConfig, Text2TextLLM
-from mx_rag.llm.local_server import LocalLLMServer
 from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 from mx_rag.testing import Reply, ScriptedServer
-from mx_rag.utils import ClientParam
 
-DOCS = Path(__file__).resolve().parents[1] / "tests" / "data" / "docs"
 FILES = [DOCS / "embedded-images.pdf", DOCS / "contains-pictures.docx", DOCS / "fake-power-point.pptx"]
 QUESTION = "How do I lock the car with the hands-free card?"
 # What the stand-in VLM answers for the pictures of embedded-images.pdf, in the order the loader sends them.
@@ -179,11 +177,6 @@ def main(args: argparse.Namespace, workdir: Path, vlm_url: str, vlm_model: str, 
     print(f"sources: {kinds.count('text')} text chunk(s), {kinds.count('image')} picture(s) with base64")
 
 
-def client_param_for(url: str, ca_file: str | None) -> ClientParam:
-    """The seed's ClientParam(ca_file=...) for https; plain http (use_http=True) for the local servers."""
-    return ClientParam(ca_file=ca_file) if ca_file else ClientParam(use_http=url.startswith("http:"))
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--question", default=QUESTION)
@@ -191,9 +184,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--score-threshold", type=float, default=0.6)
     parser.add_argument("--vlm-url", help="a real VLM's .../v1/chat/completions URL (default: the scripted stand-in)")
     parser.add_argument("--vlm-model", default="Qwen2.5-VL-7B-Instruct", help="model name for --vlm-url")
-    parser.add_argument("--llm-url", help="an OpenAI-compatible .../v1/chat/completions URL (default: embedded LLM)")
-    parser.add_argument("--llm-model", default="Meta-Llama-3-8B-Instruct", help="model name for --llm-url")
-    parser.add_argument("--ca-file", help="CA certificate for https URLs")
+    add_llm_arguments(parser, "Meta-Llama-3-8B-Instruct", ca_help="CA certificate for https URLs")
     return parser.parse_args()
 
 
@@ -206,9 +197,4 @@ if __name__ == "__main__":
             stand_in = stack.enter_context(ScriptedServer())  # the stand-in VLM: scripted captions, then echoes
             stand_in.enqueue(*(Reply.chat(caption) for caption in STAND_IN_CAPTIONS))
             vlm_url, vlm_model = stand_in.url("/openai/v1/chat/completions"), arguments.vlm_model
-        if arguments.llm_url:
-            llm_url, llm_model = arguments.llm_url, arguments.llm_model
-        else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
-            llm_url, llm_model = server.chat_url, server.model_name
-        main(arguments, Path(tmp), vlm_url, vlm_model, llm_url, llm_model)
+        main(arguments, Path(tmp), vlm_url, vlm_model, *llm_endpoint(arguments, stack))

@@ -32,6 +32,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _common import DOCS, client_param_for
+
 from mx_rag.chain import Img2ImgChain
 from mx_rag.document import LoaderMng
 from mx_rag.document.loader import ImageLoader
@@ -43,9 +45,7 @@ from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 from mx_rag.testing import ScriptedServer
-from mx_rag.utils import ClientParam
 
-DOCS = Path(__file__).resolve().parents[1] / "tests" / "data" / "docs"
 IMAGES = [DOCS / "example.jpg", DOCS / "table-multi-row-column-cells.png"]
 QUERY = "查找粉色花朵图片"  # "find the picture of a pink flower" (the seed: 查找小男孩图片, "find the little boy")
 PROMPT = "a pink frangipani flower, painted in watercolour. Blur the background, focus on the flower"
@@ -120,11 +120,6 @@ def main(args: argparse.Namespace, workdir: Path, url: str) -> None:
     matched = [Path(doc.metadata["source"]).name for doc in img_retriever.invoke(args.query)]
     image = base64.b64decode(llm_data["result"])
     print(f"the description matches: {matched[0] if matched else 'no image'}; generated image: {len(image)} bytes")
-
-
-def client_param_for(url: str, ca_file: str | None) -> ClientParam:
-    """The seed's ClientParam(ca_file=...) for https; plain http (use_http=True) for the local stand-in."""
-    return ClientParam(ca_file=ca_file) if ca_file else ClientParam(use_http=url.startswith("http:"))
 
 
 def parse_args() -> argparse.Namespace:

@@ -22,48 +22,17 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
+from _common import add_llm_arguments, build_knowledge_base, client_param_for, llm_endpoint
 
-from mx_rag.document import LoaderMng
-from mx_rag.document.loader import DocxLoader, PdfLoader, PowerPointLoader
-from mx_rag.embedding.local import TextEmbedding
-from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
-from mx_rag.knowledge.handler import upload_files
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-from mx_rag.llm.local_server import LocalLLMServer
 from mx_rag.retrievers import MultiQueryRetriever
-from mx_rag.storage.document_store import SQLiteDocstore
-from mx_rag.storage.vectorstore import MindFAISS
-from mx_rag.utils import ClientParam
 
-DOCS = Path(__file__).resolve().parents[1] / "tests" / "data" / "docs"
-FILES = [DOCS / "layout-parser-paper-fast.pdf", DOCS / "fake.docx", DOCS / "fake-power-point.pptx"]
 QUESTION = "Describe the LayoutParser toolkit for document image analysis."
-
-
-def build_knowledge_base(workdir: Path) -> tuple[TextEmbedding, MindFAISS, SQLiteDocstore]:
-    """Not in the seed, which assumes an offline knowledge base: the basic-chat example's upload, in short."""
-    loader_mng = LoaderMng()
-    loader_mng.register_loader(loader_class=PdfLoader, file_types=[".pdf"])
-    loader_mng.register_loader(loader_class=DocxLoader, file_types=[".docx"])
-    loader_mng.register_loader(loader_class=PowerPointLoader, file_types=[".pptx"])
-    loader_mng.register_splitter(splitter_class=RecursiveCharacterTextSplitter,
-                                 file_types=[".pdf", ".docx", ".pptx"],
-                                 splitter_params={"chunk_size": 750, "chunk_overlap": 150, "keep_separator": False})
-    emb = TextEmbedding("all-MiniLM-L6-v2", dev_id=0)
-    vector_store = MindFAISS(x_dim=384, devs=[0], load_local_index=str(workdir / "faiss.index"), auto_save=True)
-    chunk_store = SQLiteDocstore(db_path=str(workdir / "sql.db"))
-    knowledge_store = KnowledgeStore(db_path=str(workdir / "sql.db"))
-    knowledge_store.add_knowledge("test", "Default", "admin")
-    knowledge_db = KnowledgeDB(knowledge_store=knowledge_store, chunk_store=chunk_store, vector_store=vector_store,
-                               knowledge_name="test", white_paths=[str(DOCS)], user_id="Default")
-    failed = upload_files(knowledge_db, [str(f) for f in FILES], loader_mng, emb.embed_documents, True)
-    print(f"uploaded {len(FILES) - len(failed)} of {len(FILES)} documents")
-    return emb, vector_store, chunk_store
 
 
 def main(args: argparse.Namespace, workdir: Path, llm_url: str, llm_model: str) -> None:
     # For details about how to build a knowledge base, see Step 1 in section "Retriever".
+    # (Not in the seed, which assumes an offline knowledge base: the basic-chat example's upload, in short.)
     emb, vector_store, chunk_store = build_knowledge_base(workdir)
     # Initialize an LLM (the seed: ClientParam(ca_file="/path/to/ca.crt") for https).
     client_param = client_param_for(llm_url, args.ca_file)
@@ -83,26 +52,14 @@ def main(args: argparse.Namespace, workdir: Path, llm_url: str, llm_model: str) 
     print(res)
 
 
-def client_param_for(url: str, ca_file: str | None) -> ClientParam:
-    """The seed's ClientParam(ca_file=...) for https; plain http (use_http=True) for the local servers."""
-    return ClientParam(ca_file=ca_file) if ca_file else ClientParam(use_http=url.startswith("http:"))
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--question", default=QUESTION)
-    parser.add_argument("--llm-url", help="an OpenAI-compatible .../v1/chat/completions URL (default: embedded LLM)")
-    parser.add_argument("--llm-model", default="Llama3-8B-Chinese-Chat", help="model name for --llm-url")
-    parser.add_argument("--ca-file", help="CA certificate for an https --llm-url")
+    add_llm_arguments(parser, "Llama3-8B-Chinese-Chat")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
     arguments = parse_args()
     with tempfile.TemporaryDirectory(prefix="mxrag-multi-query-") as tmp, contextlib.ExitStack() as stack:
-        if arguments.llm_url:
-            url, model = arguments.llm_url, arguments.llm_model
-        else:
-            server = stack.enter_context(LocalLLMServer())  # the embedded LLM, on a free port
-            url, model = server.chat_url, server.model_name
-        main(arguments, Path(tmp), url, model)
+        main(arguments, Path(tmp), *llm_endpoint(arguments, stack))

@@ -18,10 +18,11 @@ import argparse
 import base64
 import contextlib
 
+from _common import client_param_for
+
 from mx_rag.chain import Text2ImgChain
 from mx_rag.llm import Text2ImgMultiModel
 from mx_rag.testing import ScriptedServer
-from mx_rag.utils import ClientParam
 
 
 def main(args: argparse.Namespace, url: str) -> None:
@@ -34,11 +35,6 @@ def main(args: argparse.Namespace, url: str) -> None:
     image = base64.b64decode(llm_data["result"])
     kind = "PNG" if image.startswith(b"\x89PNG") else "JPEG" if image.startswith(b"\xff\xd8") else "unknown format"
     print(f"image: {len(image)} bytes, {kind}")
-
-
-def client_param_for(url: str, ca_file: str | None) -> ClientParam:
-    """The seed's ClientParam(ca_file=...) for https; plain http (use_http=True) for the local servers."""
-    return ClientParam(ca_file=ca_file) if ca_file else ClientParam(use_http=url.startswith("http:"))
 
 
 def parse_args() -> argparse.Namespace:
