@@ -148,7 +148,9 @@ def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, pa
     if llm_url:
         yield Text2TextLLM(base_url=llm_url, model_name=llm_model, llm_config=config, client_param=param)
         return
-    _note("starting the embedded LLM (SmolLM2-135M-Instruct on llama.cpp)")
+    from mx_rag.llm.models import model_name
+
+    _note(f"starting the embedded LLM ({model_name(None)} on llama.cpp)")
     with LocalLLMServer(n_ctx=ctx, n_parallel=parallel) as server:
         yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, llm_config=config,
                            client_param=param)
