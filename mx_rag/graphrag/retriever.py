@@ -10,9 +10,14 @@ Three modes (``mode=``):
   vectors. Personalized PageRank then runs over the entities reached within ``subgraph_depth``
   hops and the passages that mention them (``mx_rag.graphrag.passage_rank``), restarting at
   the linked entities (weighted by specificity) and at the dense passages (weighted by
-  ``passage_weight``). Passages rank by their PageRank score.
+  ``passage_weight``). Passages rank by their PageRank score. With ``fact_top_k`` > 0 the
+  ``fact_top_k`` facts (``"subject relation object"`` triples, embedded: ``mx_rag.graphrag.vectors``)
+  nearest to the question also link their two entities, each with the mean similarity of its
+  facts (HippoRAG 2's query-to-triple linking); ``name_links=False`` drops the names found in
+  the question (with ``retrieval_top_k`` and ``fact_top_k`` the linking is HippoRAG 2's alone).
 * ``"mix"`` (LightRAG's mix mode): the graph ranking fused with the dense ranking by
-  reciprocal rank fusion.
+  reciprocal rank fusion, the graph's ranks weighted ``mix_weight`` and the dense ones
+  ``1 - mix_weight``.
 * ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
@@ -102,11 +107,16 @@ class GraphRetriever(CallSettingsRetriever):
     similarity_tail_threshold: float = 0.0
     max_nodes: int = 200
     max_context_chars: int = 20_000
-    dense_top_k: int = 20
+    dense_top_k: int = 50
     dense_expand: int = 5
     passage_weight: float = 1.0
     damping: float = 0.5
     synonym_threshold: float = 0.9
+    fact_vectors: VectorStore | None = None
+    fact_ends: Callable[[list[int]], Mapping[int, tuple[str, str]]] | None = None
+    fact_top_k: int = 0
+    name_links: bool = True
+    mix_weight: float = 0.5
 
     @classmethod
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:
@@ -157,16 +167,18 @@ class GraphRetriever(CallSettingsRetriever):
     def _rank(self, query: str) -> PassageRanking:
         vector = self.embed_query(query)
         dense = self._dense(vector)
-        seeds = self.link(query, vector)
+        seeds = self.link(query, vector) if self.name_links or self.retrieval_top_k else {}
+        for name, score in self._fact_seeds(vector).items():
+            seeds[name] = max(score, seeds.get(name, 0.0))
         settings = WalkSettings(self.subgraph_depth, self.max_nodes, self.damping, self.passage_weight,
                                 self.dense_expand)  # fmt: skip
         ranking = rank_passages(self.graph, self.registry.entities_of, seeds, dense, self._synonyms(seeds), settings)
         if self.mode != "mix":
             return ranking
         fused: dict[str, float] = {}
-        for ranked in (ranking.chunks, dense):
+        for ranked, weight in ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight)):
             for rank, chunk in enumerate(ranked):
-                fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (RRF_K + rank + 1)
+                fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
         chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
         return PassageRanking(chunks, ranking.entities, ranking.nodes, ranking.seeds, ranking.edges)
 
@@ -177,6 +189,21 @@ class GraphRetriever(CallSettingsRetriever):
         scores, ids = self.passage_vectors.search([vector], k=self.dense_top_k)
         chunks = self.registry.by_number(ids[0])
         return {chunks[n]: float(s) for s, n in zip(scores[0], ids[0], strict=True) if n in chunks}
+
+    def _fact_seeds(self, vector: list[float]) -> dict[str, float]:
+        """Entity name -> the mean similarity of the ``fact_top_k`` facts nearest to the question
+        that it is an end of (HippoRAG 2's query-to-triple linking)."""
+        if not self.fact_top_k or self.fact_vectors is None or self.fact_ends is None:
+            return {}
+        if self.fact_vectors.count() == 0:
+            return {}
+        scores, ids = self.fact_vectors.search([vector], k=self.fact_top_k)
+        ends = self.fact_ends(list(ids[0]))
+        found: dict[str, list[float]] = {}
+        for score, key in zip(scores[0], ids[0], strict=True):
+            for name in ends.get(key, ()):
+                found.setdefault(name, []).append(float(score))
+        return {name: sum(values) / len(values) for name, values in found.items() if sum(values) > 0}
 
     def _synonyms(self, seeds: Mapping[str, float]) -> list[tuple[str, str, float]]:
         """``(linked entity, other entity, similarity)`` for the best linked entities' near names."""
@@ -221,7 +248,9 @@ class GraphRetriever(CallSettingsRetriever):
         """Node name -> link score for ``question``: names it contains (1.0), the nodes nearest
         to its embedding (``vector`` when given) and, with ``use_llm_entities``, to the entities
         the LLM names in it."""
-        seeds: dict[str, float] = dict.fromkeys(self.graph.get_nodes(_candidates(question)), 1.0)
+        seeds: dict[str, float] = {}
+        if self.name_links or self.mode == "local":
+            seeds = dict.fromkeys(self.graph.get_nodes(_candidates(question)), 1.0)
         texts = [question]
         if self.use_llm_entities and self.llm is not None:
             entities = self._question_entities(question)
@@ -239,7 +268,7 @@ class GraphRetriever(CallSettingsRetriever):
         return [p.strip(" .\"'") for p in parts if p.strip(" .\"'")][:20]
 
     def _nearest(self, texts: list[str], vector: list[float] | None = None) -> dict[str, float]:
-        if self.node_vectors.count() == 0:
+        if self.node_vectors.count() == 0 or self.retrieval_top_k == 0:
             return {}
         first = vector if vector is not None else self.embed_query(texts[0])
         vectors = [first, *(self.embed_documents(texts[1:]) if texts[1:] else [])]

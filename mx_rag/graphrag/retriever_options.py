@@ -60,11 +60,14 @@ def retriever_fields(kwargs: dict[str, Any], has_llm: bool) -> dict[str, Any]:
         "max_context_chars": check_int("max_context_chars", options.pop("max_context_chars", 20_000),
                                        1, TEXT_MAX_LEN),
         "lang": check_instance("lang", options.pop("lang", Lang.EN), Lang),
-        "dense_top_k": check_int("dense_top_k", options.pop("dense_top_k", 20), 1, MAX_TOP_K),
+        "dense_top_k": check_int("dense_top_k", options.pop("dense_top_k", 50), 1, MAX_TOP_K),
         "dense_expand": check_int("dense_expand", options.pop("dense_expand", 5), 0, MAX_TOP_K),
         "passage_weight": number("passage_weight", 1.0, 0.0, 1000.0),
         "damping": number("damping", 0.5, 0.0, 0.99),
         "synonym_threshold": number("synonym_threshold", 0.9, 0.0, 1.0),
+        "fact_top_k": check_int("fact_top_k", options.pop("fact_top_k", 0), 0, MAX_TOP_K),
+        "name_links": check_bool("name_links", options.pop("name_links", True)),
+        "mix_weight": number("mix_weight", 0.5, 0.0, 1.0),
     }
     if options:
         raise ParameterError(f"unknown as_retriever arguments {sorted(options)}")
