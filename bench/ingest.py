@@ -87,10 +87,23 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from _harness import (
+    THREAD_VARIABLES,
+    Stopwatch,
+    emit,
+    environment,
+    loadavg,
+    loadavg_1m,
+    memory_mb,
+    package_version,
+    pin_torch_threads,
+    rotating_rounds,
+    timed,
+    worker_env,
+)
 
 BENCH = "ingest"
 SYSTEMS = ("mx_rag", "langchain", "llamaindex", "bare_model")
@@ -162,15 +175,6 @@ def langchain_splitter() -> Any:
     )
 
 
-def peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    import resource
-
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
 def run_mx_rag(root: Path, files: list[Path]) -> dict[str, Any]:
     from mx_rag.knowledge.local import LocalKnowledge
     from mx_rag.storage.document_store import text_tokens
@@ -179,12 +183,9 @@ def run_mx_rag(root: Path, files: list[Path]) -> dict[str, Any]:
     try:
         kb = LocalKnowledge.open(workdir, white_paths=[root], chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP)
         kb.embedding.embed_documents(["warm up"])  # loads the model outside the clock; jieba stays lazy
-        start, cpu = time.perf_counter(), time.process_time()
-        first = kb.sync(files)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        start = time.perf_counter()
-        second = kb.sync(files)
-        reingest = time.perf_counter() - start
+        with Stopwatch() as watch:
+            first = kb.sync(files)
+        reingest, second = timed(lambda: kb.sync(files))
         chunks = kb.knowledge.chunk_store.count()
         if kb.knowledge.vector_store.get_ntotal() != chunks:
             raise BenchError(f"mx_rag stored {chunks} chunks but {kb.knowledge.vector_store.get_ntotal()} vectors")
@@ -192,7 +193,7 @@ def run_mx_rag(root: Path, files: list[Path]) -> dict[str, Any]:
             raise BenchError(f"the second sync re-ingested files: {second}")
         return {
             "files": len(files), "files_ok": len(first.added), "files_failed": len(first.failed),
-            "chunks": chunks, "seconds": seconds, "cpu_s": cpu, "reingest_seconds": reingest,
+            "chunks": chunks, "seconds": watch.seconds, "cpu_s": watch.cpu_s, "reingest_seconds": reingest,
             "jieba_load_s": text_tokens._load_seconds or 0.0,
         }  # fmt: skip
     finally:
@@ -319,10 +320,9 @@ def run_bare_model(root: Path, files: list[Path]) -> dict[str, Any]:
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
     model = transformers.AutoModel.from_pretrained(str(minilm_dir()), local_files_only=True).eval()
     bare_encode(tokenizer, model, ["warm up"], BARE_BATCH)
-    start, cpu = time.perf_counter(), time.process_time()
-    vectors = bare_encode(tokenizer, model, texts, BARE_BATCH)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {"files": len(files), "chunks": len(vectors), "seconds": seconds, "cpu_s": cpu}
+    with Stopwatch() as watch:
+        vectors = bare_encode(tokenizer, model, texts, BARE_BATCH)
+    return {"files": len(files), "chunks": len(vectors), "seconds": watch.seconds, "cpu_s": watch.cpu_s}
 
 
 def run_sentence_transformers(root: Path, files: list[Path]) -> dict[str, Any]:
@@ -333,10 +333,9 @@ def run_sentence_transformers(root: Path, files: list[Path]) -> dict[str, Any]:
     texts = mx_rag_chunk_texts(files)
     model = SentenceTransformer(str(minilm_dir()), device="cpu")
     model.encode(["warm up"])
-    start, cpu = time.perf_counter(), time.process_time()
-    vectors = model.encode(texts, batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {"files": len(files), "chunks": int(vectors.shape[0]), "seconds": seconds, "cpu_s": cpu}
+    with Stopwatch() as watch:
+        vectors = model.encode(texts, batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True)
+    return {"files": len(files), "chunks": int(vectors.shape[0]), "seconds": watch.seconds, "cpu_s": watch.cpu_s}
 
 
 WORKERS = {
@@ -347,13 +346,11 @@ BARE_SYSTEMS = ("bare_model", "sentence_transformers")  # embedding only: the te
 
 
 def worker_main(args: argparse.Namespace) -> int:
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
+    threads = pin_torch_threads(args.torch_threads)
     quiet()
     root, files = corpus_files(args.corpus, args.quick)
     result = WORKERS[args.worker](root, files)
-    result.update(torch_threads=torch.get_num_threads(), peak_rss_mb=peak_rss_mb())
+    result.update(torch_threads=threads, peak_rss_mb=memory_mb()["peak_rss_mb"])
     print(RESULT_TAG + json.dumps(result), flush=True)
     return 0
 
@@ -363,8 +360,7 @@ def worker_main(args: argparse.Namespace) -> int:
 
 def spawn(system: str, corpus: str, args: argparse.Namespace) -> dict[str, Any]:
     threads = str(args.torch_threads)
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}  # fmt: skip
+    env = {**worker_env(args.torch_threads, THREAD_VARIABLES[:2]), "TQDM_DISABLE": "1"}  # OMP, MKL
     command = [sys.executable, os.path.abspath(__file__), "--worker", system, "--corpus", corpus,
                "--torch-threads", threads] + (["--quick"] if args.quick else [])  # fmt: skip
     started = time.perf_counter()
@@ -432,13 +428,6 @@ def summary_line(medians: dict[tuple[str, str], dict[str, Any]]) -> dict[str, An
     return line
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def environment_line(args: argparse.Namespace, corpora: dict[str, list[Path]]) -> dict[str, Any]:
     import torch
 
@@ -448,26 +437,20 @@ def environment_line(args: argparse.Namespace, corpora: dict[str, list[Path]]) -
     packages = ("mxrag", "torch", "transformers", "sentence-transformers", "tokenizers", "faiss-cpu", "pypdf",
                 "langchain-core", "langchain-community", "langchain-huggingface", "langchain-text-splitters",
                 "llama-index-core", "llama-index-embeddings-huggingface", "llama-index-readers-file", "docx2txt")
-    return {
-        "bench": BENCH, "kind": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()],
-        "versions": {name: package_version(name) for name in packages},
-        "model": "all-MiniLM-L6-v2", "model_dir": str(minilm_dir()), "device": "cpu",
-        "torch_threads": args.torch_threads, "embed_batch": {
+    return environment(
+        BENCH, "kind", platform=platform.platform(), cpu_count=os.cpu_count(), loadavg=loadavg(),
+        versions={name: package_version(name) for name in packages},
+        model="all-MiniLM-L6-v2", model_dir=str(minilm_dir()), device="cpu",
+        torch_threads=args.torch_threads, embed_batch={
             "mx_rag": default_batch_size(torch.device("cpu")), "langchain": EMBED_BATCH, "llamaindex": 10,
             "bare_model": BARE_BATCH, "sentence_transformers": EMBED_BATCH},
-        "splitter": {"class": "RecursiveCharacterTextSplitter", "chunk_size": CHUNK_SIZE,
-                     "chunk_overlap": CHUNK_OVERLAP, "separators": separators(), "keep_separator": "end"},
-        "corpora": {name: {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
-                    for name, files in corpora.items()},
-        "text_corpus": f"{PY_DOC_ROOT}/{{{','.join(PY_DOC_QUICK if args.quick else PY_DOC_DIRS)}}}/**/*.rst.txt",
-        "rounds": args.rounds, "quick": args.quick, "systems": args.systems,
-    }  # fmt: skip
-
-
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line, ensure_ascii=False), flush=True)
+        splitter={"class": "RecursiveCharacterTextSplitter", "chunk_size": CHUNK_SIZE,
+                  "chunk_overlap": CHUNK_OVERLAP, "separators": separators(), "keep_separator": "end"},
+        corpora={name: {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
+                 for name, files in corpora.items()},
+        text_corpus=f"{PY_DOC_ROOT}/{{{','.join(PY_DOC_QUICK if args.quick else PY_DOC_DIRS)}}}/**/*.rst.txt",
+        rounds=args.rounds, quick=args.quick, systems=args.systems,
+    )  # fmt: skip
 
 
 def check_peer_packages(args: argparse.Namespace) -> None:
@@ -490,19 +473,17 @@ def parent_main(args: argparse.Namespace) -> int:
     for corpus in args.corpora:
         systems = [s for s in args.systems if not (corpus == "docs" and s in BARE_SYSTEMS)]
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
-        for turn in range(args.rounds):
-            shift = turn % len(systems)
-            for system in systems[shift:] + systems[:shift]:
-                result = spawn(system, corpus, args)
-                runs[system].append(result)
-                emit(rounded({"bench": BENCH, "kind": "run", "corpus": corpus, "system": system, "round": turn + 1,
-                              **result, "chunks_per_s": result["chunks"] / result["seconds"],
-                              "loadavg_1m": round(os.getloadavg()[0], 2)}))  # fmt: skip
+        for turn, system in rotating_rounds(systems, args.rounds):
+            result = spawn(system, corpus, args)
+            runs[system].append(result)
+            emit(rounded({"bench": BENCH, "kind": "run", "corpus": corpus, "system": system, "round": turn + 1,
+                          **result, "chunks_per_s": result["chunks"] / result["seconds"],
+                          "loadavg_1m": loadavg_1m()}))  # fmt: skip
         for system in systems:
             medians[corpus, system] = median_line(corpus, system, runs[system])
             emit(medians[corpus, system])
     summary = summary_line(medians)
-    summary["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    summary["loadavg_end"] = loadavg()
     emit(summary)
     return 0
 
