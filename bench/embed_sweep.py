@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import Any
+
+from _harness import Stopwatch, emit, rotating_rounds, utc_now
 
 DEFAULTS: dict[str, Any] = {
     "impl": "loop", "bs": 32, "sort": 1, "pad": "longest", "grad": "inference", "threads": 1, "overlap": 0, "tok": 0,
@@ -62,7 +61,6 @@ def parse_config(text: str) -> dict[str, Any]:
 
 
 def sample_texts(count: int) -> list[str]:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from ingest import CHUNK_OVERLAP, CHUNK_SIZE, corpus_files
 
     from mx_rag.document import LoaderMng
@@ -148,10 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = transformers.AutoModel.from_pretrained(path, local_files_only=True).eval()
     st_model = SentenceTransformer(path, device="cpu") if any(c["impl"] == "st" for c in configs) else None
-    print(json.dumps({"kind": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      "cpu_count": os.cpu_count(), "loadavg": os.getloadavg(), "torch": torch.__version__,
-                      "transformers": transformers.__version__, "texts": len(texts),
-                      "chars_mean": round(statistics.mean(map(len, texts))), "repeats": args.repeats}), flush=True)
+    emit({"kind": "environment", "date": utc_now(), "cpu_count": os.cpu_count(), "loadavg": os.getloadavg(),
+          "torch": torch.__version__, "transformers": transformers.__version__, "texts": len(texts),
+          "chars_mean": round(statistics.mean(map(len, texts))), "repeats": args.repeats})
     with torch.inference_mode():  # warm up both
         model(**tokenizer(["warm up"], return_tensors="pt"))
     if st_model is not None:
@@ -167,33 +164,31 @@ def main(argv: list[str] | None = None) -> int:
     cpu_seconds: list[list[float]] = [[] for _ in configs]
     reference: list[list[float]] | None = None
     max_diff = [0.0 for _ in configs]
-    for repeat in range(args.repeats):
-        shift = repeat % len(configs)
-        for index in list(range(len(configs)))[shift:] + list(range(len(configs)))[:shift]:
-            config = configs[index]
-            torch.set_num_threads(config["threads"])
-            start, cpu = time.perf_counter(), time.process_time()
+    for _, index in rotating_rounds(range(len(configs)), args.repeats):
+        config = configs[index]
+        torch.set_num_threads(config["threads"])
+        with Stopwatch() as watch:
             if config["impl"] == "st":
                 assert st_model is not None
                 vectors = st_model.encode(texts, batch_size=config["bs"], normalize_embeddings=True).tolist()
             else:
                 vectors = run_loop(torch, tokenizer, model, texts, config)
-            seconds[index].append(time.perf_counter() - start)
-            cpu_seconds[index].append(time.process_time() - cpu)
-            if not config["tok"]:
-                if reference is None:
-                    reference = vectors
-                pairs = zip(vectors, reference, strict=True)
-                diff = max(abs(a - b) for u, v in pairs for a, b in zip(u, v, strict=True))
-                max_diff[index] = max(max_diff[index], diff)
+        seconds[index].append(watch.seconds)
+        cpu_seconds[index].append(watch.cpu_s)
+        if not config["tok"]:
+            if reference is None:
+                reference = vectors
+            pairs = zip(vectors, reference, strict=True)
+            diff = max(abs(a - b) for u, v in pairs for a, b in zip(u, v, strict=True))
+            max_diff[index] = max(max_diff[index], diff)
     for config, runs, cpus, diff in zip(configs, seconds, cpu_seconds, max_diff, strict=True):
         label = ",".join(f"{k}={v}" for k, v in config.items() if v != DEFAULTS[k]) or "default"
         rate = round(len(texts) / statistics.median(runs), 2)
         cpu_rate = round(len(texts) / statistics.median(cpus), 2)
-        print(json.dumps({"kind": "median", "config": label, "chunks_per_s": rate, "chunks_per_cpu_s": cpu_rate,
-                          "seconds_all": [round(s, 2) for s in runs], "cpu_s_all": [round(s, 2) for s in cpus],
-                          "max_abs_diff": diff}), flush=True)
-    print(json.dumps({"kind": "end", "loadavg": os.getloadavg()}), flush=True)
+        emit({"kind": "median", "config": label, "chunks_per_s": rate, "chunks_per_cpu_s": cpu_rate,
+              "seconds_all": [round(s, 2) for s in runs], "cpu_s_all": [round(s, 2) for s in cpus],
+              "max_abs_diff": diff})
+    emit({"kind": "end", "loadavg": os.getloadavg()})
     return 0
 
 
