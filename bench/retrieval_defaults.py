@@ -46,7 +46,7 @@ stdout: an environment line, an ``ingest`` line per model and dataset, one line 
 
 Run::
 
-    .venv/bin/python bench/retrieval_defaults.py                 # 100 + 100 + 10 questions, ~10 min on 2 cores
+    .venv/bin/python bench/retrieval_defaults.py                 # 100 + 100 + 10 questions: 35 min at load 5-11
     .venv/bin/python bench/retrieval_defaults.py --questions 10 --no-chinese --models all-MiniLM-L6-v2
 """
 
