@@ -41,9 +41,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _harness import ROOT, emit, loadavg_1m
 from langchain_core.documents import Document
 
-ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 HOTPOT = SHARED / "multihop" / "hotpotqa_train.json"
 ZH_TEXT = SHARED / "docs" / "debian-reference" / "debian-reference.zh-cn.txt"
@@ -157,8 +157,7 @@ def run_model(name: str, args: argparse.Namespace) -> None:
         for task in args.tasks.split(","):
             result = tasks[task]()
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(json.dumps({**common, "task": task, **result, "peak_rss_mb": round(peak)}, ensure_ascii=False),
-                  flush=True)
+            emit({**common, "task": task, **result, "peak_rss_mb": round(peak)})
 
 
 def main() -> None:
@@ -170,9 +169,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: default_threads())")
     parser.add_argument("--tasks", default="hotpotqa,chinese,main_job")
     args = parser.parse_args()
-    print(json.dumps({"env": {"python": sys.version.split()[0], "machine": platform.machine(),
-                              "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
-                              "hotpot_questions": args.hotpot}}), flush=True)
+    emit({"env": {"python": sys.version.split()[0], "machine": platform.machine(), "cpus": os.cpu_count(),
+                  "load_avg_1m": loadavg_1m(), "hotpot_questions": args.hotpot}})
     for name in args.models.split(","):
         run_model(name, args)
 
