@@ -90,15 +90,24 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _harness import (
+    ROOT,
+    emit,
+    environment,
+    loadavg,
+    loadavg_1m,
+    package_version,
+    pin_torch_threads,
+    rotated,
+    worker_env,
+)
 
 BENCH = "server"
-REPO = Path(__file__).resolve().parent.parent
+REPO = ROOT
 DEFAULT_WORKDIR = "/tmp/mx_rag_bench/server"
 KB = "docs"
 PEER_PIPELINE = "mxrag_peer"
@@ -214,19 +223,8 @@ class PipelineWrapper(BasePipelineWrapper):
 '''
 
 
-def emit(record: dict[str, Any]) -> None:
-    print(json.dumps(record, ensure_ascii=False), flush=True)
-
-
 def log(message: str) -> None:
     print(f"[{BENCH}] {message}", file=sys.stderr, flush=True)
-
-
-def pkg(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
 
 
 # -- the scripted LLM, in a process of its own ------------------------------------------------------
@@ -298,11 +296,8 @@ class Child:
 
 
 def child_env(torch_threads: int) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[name] = str(torch_threads)
-    env.update(TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HAYSTACK_TELEMETRY_ENABLED="False", PYTHONPATH=str(REPO))
+    env = worker_env(torch_threads)  # OMP, MKL and OpenBLAS threads; Hugging Face offline
+    env.update(TOKENIZERS_PARALLELISM="false", HAYSTACK_TELEMETRY_ENABLED="False", PYTHONPATH=str(REPO))
     for name in list(env):  # our settings come from the command line only
         if name.startswith("MXRAG_"):
             del env[name]
@@ -593,19 +588,16 @@ def started(children: list[Child]) -> Iterator[None]:
 
 
 def environment_line(args: argparse.Namespace, files: list[Path]) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "record": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-        "packages": {name: pkg(name) for name in ("mxrag", "fastapi", "starlette", "uvicorn", "httpx", "torch",
-                                                  "transformers", "faiss-cpu", "hayhooks", "haystack-ai",
-                                                  "sentence-transformers-haystack", "sentence-transformers",
-                                                  "openai", "uvloop", "httptools")},
-        "workers": args.workers, "delay_ms": args.delay_ms, "levels": args.levels, "seconds": args.seconds,
-        "warmup_s": args.warmup_s, "rounds": args.rounds, "torch_threads": args.torch_threads, "k": K,
-        "questions": len(QUESTIONS),
-        "corpus": [str(f.relative_to(REPO)) for f in files], "peer": args.peer,
-    }
+    packages = ("mxrag", "fastapi", "starlette", "uvicorn", "httpx", "torch", "transformers", "faiss-cpu", "hayhooks",
+                "haystack-ai", "sentence-transformers-haystack", "sentence-transformers", "openai", "uvloop",
+                "httptools")
+    return environment(
+        BENCH, "record", machine=platform.machine(), cpu_count=os.cpu_count(), loadavg_start=loadavg(),
+        packages={name: package_version(name, None) for name in packages}, workers=args.workers,
+        delay_ms=args.delay_ms, levels=args.levels, seconds=args.seconds, warmup_s=args.warmup_s, rounds=args.rounds,
+        torch_threads=args.torch_threads, k=K, questions=len(QUESTIONS),
+        corpus=[str(f.relative_to(REPO)) for f in files], peer=args.peer,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -638,9 +630,7 @@ def run(args: argparse.Namespace) -> int:
         setup["knowledge_base"] = ingest(our_url, files)
         log(f"ingested: {setup['knowledge_base']}")
 
-        import torch
-
-        torch.set_num_threads(args.torch_threads)
+        pin_torch_threads(args.torch_threads)
         inproc = InProcess(workdir / "data", llm_url)
         from mx_rag.server.answers import ANSWER_PROMPT as instruction
 
@@ -677,7 +667,7 @@ def run(args: argparse.Namespace) -> int:
 
         setup["checks"] = checks(urls, inproc, problems)
         setup["embedding"] = embedding_costs(inproc)
-        setup["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+        setup["loadavg"] = loadavg()
         emit(setup)
 
         systems = [s for s in SYSTEMS if s in urls or s == "in_process"]
@@ -685,8 +675,7 @@ def run(args: argparse.Namespace) -> int:
         for rnd in range(args.rounds):
             for endpoint in ENDPOINTS:
                 for index, clients in enumerate(args.levels):
-                    shift = (index + rnd) % len(systems)
-                    for system in systems[shift:] + systems[:shift]:
+                    for system in rotated(systems, index + rnd):
                         if system == "in_process":
                             call = inproc.retrieve if endpoint == "retrieve" else inproc.chat
                             cell = thread_cell(call, clients, args.warmup_s, args.seconds)
@@ -696,7 +685,7 @@ def run(args: argparse.Namespace) -> int:
                                                          args.seconds, lambda pgid=pgid: group_cpu_s(pgid)))
                         line = {"bench": BENCH, "record": "cell", "round": rnd, "system": system,
                                 "endpoint": endpoint, "clients": clients, **cell.result(),
-                                "loadavg_1m": round(os.getloadavg()[0], 2)}
+                                "loadavg_1m": loadavg_1m()}
                         runs.setdefault((system, endpoint, clients), []).append(line)
                         emit(line)
                         if system == "mx_rag" and line["failures"]:
@@ -725,7 +714,7 @@ def run(args: argparse.Namespace) -> int:
     emit({"bench": BENCH, "record": "summary", "ok": not problems, "problems": problems,
           "mx_rag_failures": sum(r["failures"] for (s, _, _), r in results.items() if s == "mx_rag"),
           "peer_failures": sum(r["failures"] for (s, _, _), r in results.items() if s not in ("mx_rag", "in_process")),
-          "loadavg_end": [round(x, 2) for x in os.getloadavg()]})
+          "loadavg_end": loadavg()})
     return 0 if not problems else 1
 
 
@@ -808,7 +797,8 @@ def main(argv: list[str] | None = None) -> int:
     args.levels = [int(x) for x in str(args.levels).split(",") if x.strip()]
     if args.quick:
         args.seconds, args.warmup_s, args.rounds = min(args.seconds, 3.0), min(args.warmup_s, 0.5), 1
-    if args.peer == "hayhooks" and (pkg("hayhooks") is None or pkg("sentence-transformers-haystack") is None):
+    if args.peer == "hayhooks" and (package_version("hayhooks", None) is None
+                                   or package_version("sentence-transformers-haystack", None) is None):
         log("hayhooks or sentence-transformers-haystack is not installed: running without the peer")
         args.peer = "none"
     return run(args)
