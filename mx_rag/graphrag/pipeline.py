@@ -391,7 +391,7 @@ class GraphRAGPipeline:
                 3 (``local``: 40).
             subgraph_depth: hops of expansion, 1 to 5. Default 1 (``local``: 2).
             max_nodes: entity nodes reached at most, 1 to 100000. Default 200.
-            dense_top_k: passages scored by dense retrieval, 1 to 1000. Default 50.
+            dense_top_k: passages scored by dense retrieval, 1 to 1000. Default 20.
             dense_expand: best dense passages whose entities start the expansion, 0 to 1000.
                 Default 5.
             passage_weight: restart weight of the dense passages against the linked entities,

@@ -107,7 +107,7 @@ class GraphRetriever(CallSettingsRetriever):
     similarity_tail_threshold: float = 0.0
     max_nodes: int = 200
     max_context_chars: int = 20_000
-    dense_top_k: int = 50
+    dense_top_k: int = 20
     dense_expand: int = 5
     passage_weight: float = 1.0
     damping: float = 0.5

@@ -60,7 +60,7 @@ def retriever_fields(kwargs: dict[str, Any], has_llm: bool) -> dict[str, Any]:
         "max_context_chars": check_int("max_context_chars", options.pop("max_context_chars", 20_000),
                                        1, TEXT_MAX_LEN),
         "lang": check_instance("lang", options.pop("lang", Lang.EN), Lang),
-        "dense_top_k": check_int("dense_top_k", options.pop("dense_top_k", 50), 1, MAX_TOP_K),
+        "dense_top_k": check_int("dense_top_k", options.pop("dense_top_k", 20), 1, MAX_TOP_K),
         "dense_expand": check_int("dense_expand", options.pop("dense_expand", 5), 0, MAX_TOP_K),
         "passage_weight": number("passage_weight", 1.0, 0.0, 1000.0),
         "damping": number("damping", 0.5, 0.0, 0.99),
