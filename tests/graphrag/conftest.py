@@ -112,16 +112,20 @@ def llm(server: ScriptedServer) -> Text2TextLLM:
                         client_param=ClientParam(use_http=True, retries=0))
 
 
-@pytest.fixture
-def docs(tmp_path: Path) -> dict[str, Path]:
-    """The paragraphs as text files (one chunk each), by stem."""
-    folder = tmp_path / "docs"
+def write_texts(folder: Path, texts: dict[str, str]) -> dict[str, Path]:
+    """``texts`` as ``folder/<stem>.txt`` files (the folder is made), by stem."""
     folder.mkdir()
     paths = {}
-    for stem, text in PARAGRAPHS.items():
+    for stem, text in texts.items():
         paths[stem] = folder / f"{stem}.txt"
         paths[stem].write_text(text, encoding="utf-8")
     return paths
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> dict[str, Path]:
+    """The paragraphs as text files (one chunk each), by stem."""
+    return write_texts(tmp_path / "docs", PARAGRAPHS)
 
 
 @pytest.fixture

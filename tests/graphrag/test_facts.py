@@ -14,7 +14,7 @@ from mx_rag.graphrag import GraphRAGPipeline
 from mx_rag.graphrag.vectors import fact_key, fact_texts
 from mx_rag.testing import HashEmbedding
 
-from .conftest import DIM
+from .conftest import DIM, write_texts
 
 TOY = {
     "zentrix": "Zentrix Labs: Zentrix Labs is a robotics company in Oslo. Zentrix Labs was founded by Marta "
@@ -29,15 +29,6 @@ TOY = {
 TOY_QUESTION = "Where was the person who founded Zentrix born?"
 
 
-def _files(folder: Path) -> dict[str, Path]:
-    folder.mkdir()
-    paths = {}
-    for stem, text in TOY.items():
-        paths[stem] = folder / f"{stem}.txt"
-        paths[stem].write_text(text, encoding="utf-8")
-    return paths
-
-
 def _stems(docs: list) -> list[str]:  # type: ignore[type-arg]
     return [Path(d.metadata["source"]).stem for d in docs]
 
@@ -49,7 +40,7 @@ def test_fact_key_is_a_positive_63_bit_hash() -> None:
 
 
 def test_fact_vectors_follow_builds_and_deletions(tmp_path: Path, work_dir: Path) -> None:
-    paths = _files(tmp_path / "toy")
+    paths = write_texts(tmp_path / "toy", TOY)
     loader = LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0)
     pipeline = GraphRAGPipeline(work_dir, None, HashEmbedding(DIM), DIM)
     pipeline.upload_files([paths["zentrix"], paths["halvex"]], loader)
@@ -78,7 +69,7 @@ def minilm_toy(tmp_path_factory: pytest.TempPathFactory) -> GraphRAGPipeline:
     from mx_rag.embedding.local import TextEmbedding
 
     root = tmp_path_factory.mktemp("facts")
-    paths = _files(root / "toy")
+    paths = write_texts(root / "toy", TOY)
     (root / "work").mkdir()
     pipeline = GraphRAGPipeline(root / "work", None, TextEmbedding(), 384)  # spaCy + MiniLM
     pipeline.upload_files(list(paths.values()), LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0))
