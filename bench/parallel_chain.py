@@ -64,12 +64,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _harness import emit, environment, loadavg, package_version, pin_torch_threads, rotated
 
 import mx_rag.llm._openai as openai_wire
 from mx_rag.chain import ParallelText2TextChain, SingleText2TextChain
@@ -159,9 +158,9 @@ class Recorder:
 
     def install(self) -> None:
         """Wraps the wire-format functions ``Text2TextLLM`` calls (bench-only, nothing else changes)."""
-        parse, stream, body = openai_wire.parse_completion, openai_wire.stream_deltas, openai_wire.chat_body
+        parse, stream, body = openai_wire.parse_message, openai_wire.stream_deltas, openai_wire.chat_body
 
-        def parse_completion(data: Any, url: str) -> str:
+        def parse_message(data: Any, url: str) -> tuple[str, list[dict[str, Any]]]:
             if isinstance(data, dict):
                 self.add({"kind": "chat", "timings": data.get("timings"), "at": time.perf_counter()})
             return parse(data, url)
@@ -180,7 +179,7 @@ class Recorder:
             self.add({"kind": "body", "stream": kw.get("stream"), "content": messages[-1]["content"]})
             return body(model, messages, config, **kw)
 
-        openai_wire.parse_completion = parse_completion
+        openai_wire.parse_message = parse_message  # non-streamed answers (parse_completion calls it too)
         openai_wire.stream_deltas = stream_deltas
         openai_wire.chat_body = chat_body
 
@@ -465,26 +464,13 @@ def summarize(variant: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def environment(args: argparse.Namespace, server: BenchServer, kb_info: dict[str, Any]) -> dict[str, Any]:
-    import torch
-
-    def pkg(name: str) -> str | None:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
+def environment_line(args: argparse.Namespace, server: BenchServer, kb_info: dict[str, Any],
+                     torch_threads: int) -> dict[str, Any]:
     return {
         "record": "environment",
-        "bench": BENCH,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-        "xllamacpp": pkg("xllamacpp"),
-        "torch": pkg("torch"),
-        "torch_threads": torch.get_num_threads(),
+        **environment(BENCH, None, machine=platform.machine(), cpu_count=os.cpu_count(), loadavg_start=loadavg(),
+                      xllamacpp=package_version("xllamacpp", None), torch=package_version("torch", None),
+                      torch_threads=torch_threads),
         "server": server.effective,
         "model": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "knowledge": kb_info,
@@ -521,9 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         args.questions, args.repeats = min(args.questions, 4), 1
     args.questions = max(1, min(args.questions, len(QUESTIONS)))
 
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
+    torch_threads = pin_torch_threads(args.torch_threads)
     from mx_rag.reranker.local.reranker import LocalReranker
 
     workdir = Path(args.workdir)
@@ -539,10 +523,10 @@ def main(argv: list[str] | None = None) -> int:
     with server, contextlib.ExitStack() as stack:
         sink = stack.enter_context(open(args.runs_out, "w")) if args.runs_out else None
         bench = Bench(args, server, kb, reranker)
-        print(json.dumps(environment(args, server, kb_info)), flush=True)
+        emit(environment_line(args, server, kb_info, torch_threads))
         questions = QUESTIONS[: args.questions]
         calibration = bench.calibrate(questions[: min(6, len(questions))])
-        print(json.dumps(calibration), flush=True)
+        emit(calibration)
         candidates = calibration["candidates"]
         chains = {v: bench.chain(v, candidates) for v in VARIANTS}
         for question in questions:  # untimed; with --offbox-reranker this records the scores and latency
@@ -553,10 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
         for rep in range(args.repeats):
             for i, question in enumerate(questions):
-                shift = (i + rep) % len(VARIANTS)
-                order = VARIANTS[shift:] + VARIANTS[:shift]
                 per_question = {}
-                for variant in order:
+                for variant in rotated(VARIANTS, i + rep):  # ABC, BCA, CAB, ...
                     per_question[variant] = run = bench.run_query(chains[variant], question)
                     runs[variant].append(run)
                     if sink:
@@ -565,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
                 problems += check_documents(per_question, question)
     summaries = {v: summarize(v, runs[v]) for v in VARIANTS}
     for line in summaries.values():
-        print(json.dumps(line), flush=True)
+        emit(line)
     par = summaries["parallel"]
     ref = summaries["single_playout"]
     retrieval_alone = calibration["retrieval_alone_s_by_candidates"][str(candidates)]
@@ -593,9 +575,9 @@ def main(argv: list[str] | None = None) -> int:
         "ceiling_if_retrieval_equals_prefix_prefill": round(best_case, 4),
         "goal_30pct_met": 1 - par["ttft_median_s"] / summaries["single"]["ttft_median_s"] >= 0.30,
         "same_documents_all_runs": not problems,
-        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+        "loadavg_end": loadavg(),
     }
-    print(json.dumps(summary), flush=True)
+    emit(summary)
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0
