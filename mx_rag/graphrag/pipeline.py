@@ -29,7 +29,7 @@ from mx_rag.graphrag.vectors import (
     sync_node_vectors,
     sync_passage_vectors,
 )
-from mx_rag.llm.text2text import Text2TextLLM
+from mx_rag.llm.protocol import LLMLike, chat_llm
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_choice, check_instance, check_int, check_pattern, fail
@@ -69,9 +69,10 @@ class GraphRAGPipeline:
 
     Args:
         work_dir: an existing directory for the graph's files.
-        llm: a ``Text2TextLLM`` that extracts entities and relations; None (and no
-            ``extractor``) extracts offline with ``OfflineExtractor`` (spaCy / jieba, chosen
-            per chunk by its language), so a graph builds with no LLM at all.
+        llm: a ``Text2TextLLM`` (or any ``ChatLLM``, or a LangChain model) that extracts
+            entities and relations; None (and no ``extractor``) extracts offline with
+            ``OfflineExtractor`` (spaCy / jieba, chosen per chunk by its language), so a graph
+            builds with no LLM at all.
         embedding_model: a LangChain ``Embeddings`` for node names and questions.
         dim: the embedding dimension, 1 to 1 MiB.
         rerank_model: optional ``Reranker`` applied to the retrieved contexts.
@@ -107,7 +108,7 @@ class GraphRAGPipeline:
     def __init__(
         self,
         work_dir: str | Path,
-        llm: Text2TextLLM | None,
+        llm: LLMLike | None,
         embedding_model: Embeddings,
         dim: int,
         rerank_model: Reranker | None = None,
@@ -122,7 +123,7 @@ class GraphRAGPipeline:
         **kwargs: Any,
     ) -> None:
         self._work_dir = check_dir("work_dir", work_dir)
-        self._llm = None if llm is None else check_instance("llm", llm, Text2TextLLM)
+        self._llm = None if llm is None else chat_llm("llm", llm, stream=False)
         self._embedding = check_instance("embedding_model", embedding_model, Embeddings)
         self._dim = check_int("dim", dim, 1, MAX_DIM)
         self._reranker = None if rerank_model is None else check_instance("rerank_model", rerank_model, Reranker)

@@ -46,7 +46,6 @@ from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_pass
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
@@ -95,7 +94,7 @@ class GraphRetriever(CallSettingsRetriever):
     embed_query: Callable[[str], list[float]]
     embed_documents: Callable[[list[str]], list[list[float]]]
     passage_vectors: VectorStore | None = None
-    llm: Text2TextLLM | None = None
+    llm: Any = None  # a ChatLLM (chat() is all it needs), as GraphRAGPipeline checked it
     reranker: Reranker | None = None
     lang: Lang = Lang.EN
     mode: str = "mix"
@@ -263,7 +262,7 @@ class GraphRetriever(CallSettingsRetriever):
 
     def _question_entities(self, question: str) -> list[str]:
         prompt = fill(QUESTION_ENTITY_PROMPTS[self.lang], question=question)
-        answer = self.llm.chat(prompt, llm_config=LLMParameterConfig(temperature=0.0, max_tokens=128))  # type: ignore[union-attr]
+        answer = self.llm.chat(prompt, llm_config=LLMParameterConfig(temperature=0.0, max_tokens=128))
         parts = re.split(r"[,，、;；\n]", answer.replace("......", ""))
         return [p.strip(" .\"'") for p in parts if p.strip(" .\"'")][:20]
 

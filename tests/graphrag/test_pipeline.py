@@ -383,3 +383,19 @@ def test_extraction_calls_run_concurrently_up_to_max_workers(work_dir: Path, doc
         pipeline.build_graph(max_workers=2)
     assert 1 <= state["most"] <= 2
     assert "columbus, ohio" in node_names(pipeline)  # each answer went to its own chunk
+
+
+def test_a_langchain_chat_model_extracts_the_graph(work_dir: Path, docs: dict[str, Path], loader_mng: LoaderMng,
+                                                  server: ScriptedServer) -> None:
+    """LangChain's ChatOpenAI (the real openai client) as the extraction LLM, through LangChainLLM."""
+    from langchain_openai import ChatOpenAI
+
+    from mx_rag.testing import HashEmbedding
+
+    chat = ChatOpenAI(base_url=server.url("/v1"), api_key="sk-test",  # type: ignore[arg-type]
+                      model="scripted", max_retries=0)
+    pipeline = GraphRAGPipeline(work_dir, chat, HashEmbedding(DIM), DIM)
+    pipeline.upload_files([docs["onufri"]], loader_mng)
+    pipeline.build_graph()
+    assert {"onufri publishing house", "tirana", "bujar hudhri"} <= node_names(pipeline)
+    assert server.requests[0].path == "/v1/chat/completions"
