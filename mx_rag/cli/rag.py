@@ -37,7 +37,7 @@ WorkdirOption = Annotated[Path, typer.Option("--workdir", help="Folder holding t
 
 DEFAULT_KB = "default"
 KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
-ChainOption = Annotated[Chain | None, typer.Option("--chain", help="How to answer (default: chain.type, single).")]
+ChainOption = Annotated[Chain | None, typer.Option("--chain", help="How to answer (default: chain.type, hybrid).")]
 KOption = Annotated[int | None, typer.Option("--k", min=1, max=100, help="Chunks given to the LLM (default chain.k).")]
 MaxTokensOption = Annotated[
     int | None, typer.Option("--max-tokens", min=1, help="Longest answer, in tokens (default llm.max_tokens).")

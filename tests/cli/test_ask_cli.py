@@ -64,7 +64,7 @@ def test_ask_json_parses(here: Path, llm: ScriptedServer) -> None:
                     "--k", "1")
     assert result.exit_code == 0, result.stderr
     body = json.loads(result.stdout)
-    assert body["knowledge_base"] == "handbook" and body["chain"] == "single"
+    assert body["knowledge_base"] == "handbook" and body["chain"] == "hybrid"  # chain.type
     assert body["question"] == "Where are vectors kept?" and body["answer"].startswith("echo:")
     assert [s["path"] for s in body["sources"]] == ["docs/guide.md"]
     assert body["sources"][0]["source"] == "guide.md" and "faiss.index" in body["sources"][0]["text"]

@@ -65,7 +65,7 @@ export class Chat {
    * Ask `question` with settings {chain, k, temperature}; the answer streams into the log.
    * Resolves when the answer is complete (or failed: the error is shown in its place).
    */
-  async send(question, { chain = "single", k, temperature } = {}, signal) {
+  async send(question, { chain = "", k, temperature } = {}, signal) {
     const history = this.messages.filter((m) => !m.error && m.content)
       .slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
     const asked = { role: "user", content: question };
@@ -75,7 +75,7 @@ export class Chat {
     const box = this.log.lastElementChild;
     const text = box.querySelector(".text");
     box.setAttribute("aria-busy", "true");
-    const body = { model: chain === "single" ? this.kb : `${this.kb}/${chain}`, messages: [...history, asked] };
+    const body = { model: chain ? `${this.kb}/${chain}` : this.kb, messages: [...history, asked] }; // "": chain.type
     if (Number.isFinite(k)) body.k = k;
     if (Number.isFinite(temperature)) body.temperature = temperature;
     try {

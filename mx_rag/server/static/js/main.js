@@ -72,7 +72,7 @@ function showKb() {
   chat.load(kb);
   const chain = $("chain");
   if (graphKbs.has(kb)) chain.value = "graph"; // answers over its entity graph by default
-  else if (chain.value === "graph") chain.value = "single";
+  else if (chain.value === "graph") chain.value = ""; // the server's chain.type
   for (const id of ["question", "send", "file-input", "folder-input"]) $(id).disabled = !kb;
   $("dropzone").classList.toggle("disabled", !kb);
   refreshDocuments();
