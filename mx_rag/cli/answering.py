@@ -142,6 +142,8 @@ def _where(entry: dict[str, Any]) -> str:
     name = entry.get("path") or entry.get("source") or "?"
     page = f", page {entry['page']}" if entry.get("page") is not None else ""
     score = f" (score {entry['score']:.2f})" if isinstance(entry.get("score"), (int, float)) else ""
+    if entry.get("match") == "keyword":
+        score = " (keyword match)"
     return f"{name}{page}{score}"
 
 

@@ -73,13 +73,20 @@ def _text(content: Any) -> str:
 
 def source_entries(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The chain's source documents as the API returns them: text, source file, page, score, and
-    for a retrieved image its ``image_base64`` and ``image_mime``."""
+    for a retrieved image its ``image_base64`` and ``image_mime``.
+
+    ``score`` is the passage's similarity to the question (0 to 1); a passage that only the keyword
+    search found (hybrid retrieval) has ``score`` None and ``"match": "keyword"``, since its BM25
+    figure is on another scale."""
     out = []
     for doc in result.get("source_documents") or []:
         meta = doc.get("metadata", {})
         source = meta.get("source")
-        entry: dict[str, Any] = {"text": doc.get("page_content", ""), "score": meta.get("score"),
+        keyword = meta.get("retrieval_type") == "sparse"
+        entry: dict[str, Any] = {"text": doc.get("page_content", ""), "score": None if keyword else meta.get("score"),
                                  "source": Path(source).name if isinstance(source, str) else None}
+        if keyword:
+            entry["match"] = "keyword"
         if meta.get("page") is not None:
             entry["page"] = meta["page"]
         if meta.get("type") == "image" and meta.get("image_base64"):  # a retrieved picture, to show it

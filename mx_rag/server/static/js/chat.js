@@ -159,6 +159,7 @@ function describe(source, i) {
   const parts = [`[${i + 1}] ${source.source || "unknown file"}`];
   if (source.page !== undefined && source.page !== null) parts.push(`page ${source.page}`);
   if (typeof source.score === "number") parts.push(`score ${source.score.toFixed(3)}`);
+  else if (source.match === "keyword") parts.push("keyword match");
   return parts.join(" · ");
 }
 
