@@ -36,17 +36,18 @@ ms, query embedding included). The corpus is embedded afresh in the run (unless
 ``--cache-dir``) and timed: ``ingest`` lines give the seconds and chunks/s of ``embed_documents``
 per model and dataset (model load excluded, reported apart).
 
-``--chinese`` (on by default) adds the 10 Chinese questions of bench/answers.py over the Chinese
-Debian Reference (debian-reference.zh-cn.txt), split as a knowledge base splits it
-(``LoaderMng.with_defaults()``: 750 characters, 150 overlap): a question is found at k when one
-of the first k chunks holds its answer passage's anchor string (answers.py's ``CHINESE``).
+``--chinese`` (on by default) adds the 30 Chinese questions of bench/answers.py (the first 10 until
+2026-12-01 evening) over the Chinese Debian Reference (debian-reference.zh-cn.txt), split as a
+knowledge base splits it (``LoaderMng.with_defaults()``: 750 characters, 150 overlap): a question is
+found at k when one of the first k chunks holds its answer passage's anchor string (answers.py's
+``CHINESE``).
 
 torch runs on ``--torch-threads`` (default 1: the machine is shared). Output: JSON lines on
 stdout: an environment line, an ``ingest`` line per model and dataset, one line per config.
 
 Run::
 
-    .venv/bin/python bench/retrieval_defaults.py                 # 100 + 100 + 10 questions: 35 min at load 5-11
+    .venv/bin/python bench/retrieval_defaults.py                 # 100 + 100 + 30 questions: 35 min at load 5-11
     .venv/bin/python bench/retrieval_defaults.py --questions 10 --no-chinese --models all-MiniLM-L6-v2
 """
 

@@ -20,13 +20,24 @@ from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.server.errors import ApiError
 from mx_rag.server.keys import Principal
 from mx_rag.server.service import KnowledgeService, check_kb_name
+from mx_rag.storage.document_store.text_tokens import has_han
 
-__all__ = ["SERVED_CHAINS", "Answerer", "Question", "parse_model", "source_entries"]
+__all__ = ["SERVED_CHAINS", "Answerer", "Question", "answer_prompt", "parse_model", "source_entries"]
 
 SERVED_CHAINS = ("single", "parallel", "hybrid", "multi-query", "graph", "corag")
 CORAG_PATH_LENGTH = 3  # retrieval steps of a served CoRAG answer (greedy decoding)
 MAX_HISTORY = 15  # earlier turns sent before the question (chains take at most 16 messages)
 ANSWER_PROMPT = "Answer the question using the information above. If it is not there, say so."
+ANSWER_PROMPT_ZH = "请根据上述信息回答问题。如果上述信息中没有答案，请如实说明。"
+
+
+def answer_prompt(question: str) -> str:
+    """The answer instruction in the question's language: Chinese when it has a Han character.
+
+    >>> answer_prompt("系统主机名保存在哪个文件中？") == ANSWER_PROMPT_ZH
+    True
+    """
+    return ANSWER_PROMPT_ZH if has_han(question) else ANSWER_PROMPT
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,8 @@ class Answerer:
             return CoRagChain(self.llm, self._retriever(who, kb, "single", k), k or self.service.settings.chain.k)
         retriever = self._retriever(who, kb, chain, k)
         kind = ParallelText2TextChain if chain == "parallel" else SingleText2TextChain
-        return kind(llm=self.llm, retriever=retriever, reranker=self.service.reranker(), prompt=ANSWER_PROMPT,
+        return kind(llm=self.llm, retriever=retriever, reranker=self.service.reranker(),
+                    prompt=answer_prompt(question.text),
                     sys_messages=question.history or None)
 
     def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:

@@ -163,6 +163,18 @@ def test_openai_chat_answers_through_the_knowledge_base(openai_client: Any, chai
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("question", "chinese"), [(QUESTION, False), ("Zorblax 反应堆用什么燃料？", True)])
+def test_the_answer_instruction_is_in_the_questions_language(openai_client: Any, question: str,
+                                                              chinese: bool) -> None:
+    from mx_rag.server.answers import ANSWER_PROMPT, ANSWER_PROMPT_ZH
+
+    completion = openai_client.chat.completions.create(model=KB, messages=[{"role": "user", "content": question}])
+    prompt = completion.choices[0].message.content  # the scripted LLM echoes the prompt it was sent
+    assert question in prompt
+    assert (ANSWER_PROMPT_ZH in prompt) is chinese and (ANSWER_PROMPT in prompt) is not chinese
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_corag_chain_answers_after_its_retrieval_steps(openai_client: Any, llm_server: ScriptedServer,
                                                        stream: bool) -> None:

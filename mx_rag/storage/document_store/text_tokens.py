@@ -33,7 +33,7 @@ from typing import Any
 
 from mx_rag.utils.lazy import extra_import
 
-__all__ = ["index_tokens", "query_tokens", "warm_up"]
+__all__ = ["has_han", "index_tokens", "query_tokens", "warm_up"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,15 @@ def _segmenter() -> Any:
             logger.debug("jieba dictionary loaded in %.2f s (cache in %s)", _load_seconds, segmenter.tmp_dir)
             _jieba = segmenter
     return _jieba
+
+
+def has_han(text: str) -> bool:
+    """Whether ``text`` holds a Chinese (Han) character.
+
+    >>> has_han("Debian 的软件包"), has_han("Debian packages")
+    (True, False)
+    """
+    return _HAN_RUN.search(text) is not None
 
 
 def warm_up() -> None:
