@@ -225,8 +225,8 @@ def _english_set(name: str, count: int) -> tuple[list[str], list[dict[str, Any]]
     """Chunk texts and questions ({"question", "answer", "gold": texts of supporting paragraphs})."""
     if name == "hotpotqa":
         corpus = json.loads(HOTPOT_CORPUS.read_text(encoding="utf-8"))
-        texts = [f"{title}: {''.join(sentences).strip()}" for title, sentences in corpus.items()]
-        by_title = {text.split(": ", 1)[0]: text for text in texts}
+        by_title = {title: f"{title}: {''.join(sentences).strip()}" for title, sentences in corpus.items()}
+        texts = list(by_title.values())
         items = json.loads(HOTPOT.read_text(encoding="utf-8"))[:count]
         return texts, [
             {"question": r["question"], "answer": r["answer"], "gold": {by_title[t] for t, _ in r["supporting_facts"]}}
