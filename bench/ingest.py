@@ -68,7 +68,7 @@ time of a run follows the other jobs' load more than the system under test):
 
 Run::
 
-    .venv/bin/python bench/ingest.py            # full run: about 1 h on an idle 2-core VM, 2 to 3 h on a shared one
+    .venv/bin/python bench/ingest.py            # full run: 78 min on an idle 2-core VM, 2 to 3 h on a shared one
     .venv/bin/python bench/ingest.py --quick    # smoke run: small subsets, 1 round, a few minutes
     .venv/bin/python bench/ingest.py --corpus text --systems mx_rag,bare_model
 """
