@@ -252,12 +252,11 @@ def _squeeze(text: str) -> str:
 class _Pipelines:
     """The two pipelines over one corpus: ``ask(system, question, instruction)`` -> (answer, passages)."""
 
-    def __init__(self, server: Any, embedding: Any, work: Path, name: str, texts: list[str] | None) -> None:
+    def __init__(self, server: Any, embedding: Any, lc_embedding: Any, work: Path, name: str,
+                 texts: list[str] | None) -> None:
         from langchain_community.vectorstores import FAISS
-        from langchain_huggingface import HuggingFaceEmbeddings
         from langchain_openai import ChatOpenAI
 
-        from mx_rag.embedding.local._model_info import minilm_dir
         from mx_rag.llm import Text2TextLLM
         from mx_rag.retrievers import HybridRetriever
         from mx_rag.server.settings import ServerSettings
@@ -268,7 +267,6 @@ class _Pipelines:
         chain = ServerSettings().chain
         if chain.type != "hybrid" or chain.k != POOLED_K:
             raise SystemExit(f"bench/answers.py: the defaults changed ({chain.type}, k={chain.k}): update the bench")
-        lc_embedding = HuggingFaceEmbeddings(model_name=str(minilm_dir()))
         if texts is None:  # the Chinese PDF: each system loads and splits it itself
             mx_texts, lc_texts = self._pdf_chunks()
             lc_store = FAISS.from_texts(lc_texts, lc_embedding)
@@ -357,10 +355,14 @@ class _Pipelines:
 
 
 def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> None:
+    from langchain_huggingface import HuggingFaceEmbeddings
+
     from mx_rag.corag.metrics import contains_answer, exact_match, f1_score
     from mx_rag.embedding.local import TextEmbedding
+    from mx_rag.embedding.local._model_info import minilm_dir
 
     embedding = TextEmbedding("all-MiniLM-L6-v2")
+    lc_embedding = HuggingFaceEmbeddings(model_name=str(minilm_dir()))  # LangChain's, loaded once for every set
     sets: list[tuple[str, list[str] | None, list[dict[str, Any]]]] = [
         (name, *_english_set(name, args.pooled)) for name in ("hotpotqa", "musique") if args.pooled
     ]
@@ -369,7 +371,7 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
         sets.append(("chinese", None, zh))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-pooled-") as work:
         for name, texts, questions in sets:
-            pipes = _Pipelines(server, embedding, Path(work), name, texts)
+            pipes = _Pipelines(server, embedding, lc_embedding, Path(work), name, texts)
             try:
                 scores = {
                     system: {"em": 0.0, "f1": 0.0, "contains": 0.0, "recall_at_5": 0.0, "seconds": 0.0}
