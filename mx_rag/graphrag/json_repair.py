@@ -17,6 +17,9 @@ import json
 import re
 from typing import Any
 
+from mx_rag.utils import bounded_json
+from mx_rag.utils.bounded_json import MAX_JSON_DEPTH
+
 __all__ = ["loads_tolerant"]
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
@@ -28,7 +31,6 @@ _SKIP = object()
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 # what may follow a closing quote: structure, a comment or the end (else the quote is inside)
 _STRING_END = re.compile(r"[ \t\r\n]*(?:[,，:：}\]]|//|/\*|\Z)")
-MAX_DEPTH = 100
 
 
 class _TooDeep(ValueError):
@@ -44,8 +46,8 @@ def loads_tolerant(text: str) -> Any:
     too_deep = False
     for candidate in _candidates(text):
         try:
-            strict = json.loads(candidate)
-        except (ValueError, RecursionError):  # the C decoder recurses too
+            strict = bounded_json.loads(candidate)
+        except ValueError:
             pass
         else:
             if isinstance(strict, (dict, list)):
@@ -61,7 +63,7 @@ def loads_tolerant(text: str) -> Any:
         if isinstance(value, (dict, list)):
             return value
     if too_deep:
-        raise ValueError(f"the JSON in the text is nested deeper than {MAX_DEPTH} levels: {text[:80]!r}")
+        raise ValueError(f"the JSON in the text is nested deeper than {MAX_JSON_DEPTH} levels: {text[:80]!r}")
     raise ValueError(f"no JSON object or list in the text: {text[:80]!r}")
 
 
@@ -110,7 +112,7 @@ class _Reader:
             return None, False
         if char in "{[":
             self.depth += 1
-            if self.depth > MAX_DEPTH:
+            if self.depth > MAX_JSON_DEPTH:
                 raise _TooDeep
             try:
                 return self.obj() if char == "{" else self.array()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from mx_rag.errors import RemoteError, RemoteResponseError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.usage import metering, record_usage
+from mx_rag.utils import bounded_json
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +165,8 @@ def stream_deltas(lines: Iterable[str], url: str) -> Iterator[str]:
             _drain(events, url)
             break
         try:
-            data = json.loads(payload)
-        except (ValueError, RecursionError) as exc:
+            data = bounded_json.loads(payload)
+        except ValueError as exc:
             raise RemoteResponseError(f"malformed stream event: {_short(payload)!r}", url=url) from exc
         record_usage(data)
         if isinstance(data, dict) and not data.get("choices") and _error_of(data) is None:

@@ -34,7 +34,6 @@ the URL; the httpx exception is only its ``__cause__``):
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -53,6 +52,7 @@ from mx_rag.errors import (
     RemoteTimeoutError,
     ResponseTooLargeError,
 )
+from mx_rag.utils import bounded_json
 from mx_rag.utils._http_body import DECODED_PIECE, _BoundedDecoder, split_lines
 from mx_rag.utils._http_policy import (
     _RETRIED_TRANSPORT,
@@ -106,8 +106,8 @@ class HttpResponse:
     def json(self) -> Any:
         """The parsed body; ``RemoteResponseError`` when it is not JSON (or nested too deeply)."""
         try:
-            return json.loads(self.content)
-        except (ValueError, RecursionError) as exc:
+            return bounded_json.loads(self.content)
+        except ValueError as exc:
             excerpt = self.text[:MESSAGE_EXCERPT_CHARS]
             raise RemoteResponseError(f"response is not valid JSON: {excerpt!r}", url=self.url) from exc
 
