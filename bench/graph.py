@@ -110,6 +110,7 @@ SWEEP: dict[str, list[Any]] = {
     "dense_top_k": [10, 20, 50],
     "fact_top_k": [0, 5, 10],
     "mix_weight": [0.3, 0.5, 0.7],
+    "subject_links": [0, 1, 2, 3, 5],
 }
 
 

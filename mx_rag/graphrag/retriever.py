@@ -45,6 +45,7 @@ from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
+from mx_rag.graphrag.subject_links import follow_subjects
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
@@ -116,6 +117,7 @@ class GraphRetriever(CallSettingsRetriever):
     fact_top_k: int = 0
     name_links: bool = True
     mix_weight: float = 0.5
+    subject_links: int = 3
 
     @classmethod
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:
@@ -172,13 +174,17 @@ class GraphRetriever(CallSettingsRetriever):
         settings = WalkSettings(self.subgraph_depth, self.max_nodes, self.damping, self.passage_weight,
                                 self.dense_expand)  # fmt: skip
         ranking = rank_passages(self.graph, self.registry.entities_of, seeds, dense, self._synonyms(seeds), settings)
-        if self.mode != "mix":
-            return ranking
-        fused: dict[str, float] = {}
-        for ranked, weight in ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight)):
-            for rank, chunk in enumerate(ranked):
-                fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
-        chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
+        chunks = ranking.chunks
+        if self.mode == "mix":
+            fused: dict[str, float] = {}
+            for ranked, weight in ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight)):
+                for rank, chunk in enumerate(ranked):
+                    fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
+            chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
+        if self.subject_links:
+            order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self.graph.get_nodes,
+                                    self.registry.chunks)  # fmt: skip
+            chunks = _non_increasing(order, chunks)
         return PassageRanking(chunks, ranking.entities, ranking.nodes, ranking.seeds, ranking.edges)
 
     def _dense(self, vector: list[float]) -> dict[str, float]:
@@ -350,6 +356,17 @@ def _propagate(sub: Subgraph, seeds: dict[str, float]) -> dict[str, float]:
 
 def _edge_score(source: str, target: str, scores: dict[str, float]) -> float:
     return (scores.get(source, 0.0) + scores.get(target, 0.0)) / 2
+
+
+def _non_increasing(order: list[str], scores: Mapping[str, float]) -> dict[str, float]:
+    """Chunk id -> score in the order given: a chunk moved up takes the score of the one before it
+    when its own is higher than that or it has none, so scores never rise down the list."""
+    result: dict[str, float] = {}
+    last = float("inf")
+    for chunk in order:
+        last = min(scores.get(chunk, last), last)
+        result[chunk] = last
+    return result
 
 
 def _within_budget(docs: list[Document], max_chars: int) -> list[Document]:

@@ -67,6 +67,19 @@ def paragraphs() -> dict[str, str]:
 
 
 PARAGRAPHS = paragraphs()
+# a toy two-hop corpus: the founder of Zentrix Labs has her own passage
+TOY = {
+    "zentrix": "Zentrix Labs: Zentrix Labs is a robotics company in Oslo. Zentrix Labs was founded by Marta "
+               "Okonkwo in 2011.",
+    "okonkwo": "Marta Okonkwo: Marta Okonkwo is an engineer. She was born in Lisbon and studied in Porto.",
+    "halvex": "Halvex Systems: The founder of Halvex Systems, Piotr Nowak, was born in the city of Krakow.",
+    "orbis": "Orbis Robotics: The founder of Orbis Robotics, Lena Fischer, was born in the city of Munich.",
+    "berlin": "Zentrix Labs office: Zentrix Labs opened a second robotics office in Berlin in 2015.",
+    "kestrel": "Kestrel Dynamics: The robotics company Kestrel Dynamics was founded in the city of Oslo by Ivar "
+               "Berg, who was born there.",
+}  # fmt: skip
+TOY_QUESTION = "Where was the person who founded Zentrix born?"
+
 
 
 class RoutedServer(ScriptedServer):
@@ -166,3 +179,16 @@ def postgres_url() -> str:
         pytest.skip("MXRAG_TEST_POSTGRES_URL is not set: run with url=$(scripts/ensure_postgres.sh) and "
                     "MXRAG_TEST_POSTGRES_URL=$url (make test does this)")  # fmt: skip
     return url
+
+
+@pytest.fixture(scope="session")
+def minilm_toy(tmp_path_factory: pytest.TempPathFactory) -> GraphRAGPipeline:
+    from mx_rag.embedding.local import TextEmbedding
+
+    root = tmp_path_factory.mktemp("facts")
+    paths = write_texts(root / "toy", TOY)
+    (root / "work").mkdir()
+    pipeline = GraphRAGPipeline(root / "work", None, TextEmbedding(), 384)  # spaCy + MiniLM
+    pipeline.upload_files(list(paths.values()), LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0))
+    pipeline.build_graph()
+    return pipeline

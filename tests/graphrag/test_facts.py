@@ -7,26 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mx_rag.document import LoaderMng
 from mx_rag.graphrag import GraphRAGPipeline
 from mx_rag.graphrag.vectors import fact_key, fact_texts
 from mx_rag.testing import HashEmbedding
 
-from .conftest import DIM, write_texts
-
-TOY = {
-    "zentrix": "Zentrix Labs: Zentrix Labs is a robotics company in Oslo. Zentrix Labs was founded by Marta "
-               "Okonkwo in 2011.",
-    "okonkwo": "Marta Okonkwo: Marta Okonkwo is an engineer. She was born in Lisbon and studied in Porto.",
-    "halvex": "Halvex Systems: The founder of Halvex Systems, Piotr Nowak, was born in the city of Krakow.",
-    "orbis": "Orbis Robotics: The founder of Orbis Robotics, Lena Fischer, was born in the city of Munich.",
-    "berlin": "Zentrix Labs office: Zentrix Labs opened a second robotics office in Berlin in 2015.",
-    "kestrel": "Kestrel Dynamics: The robotics company Kestrel Dynamics was founded in the city of Oslo by Ivar "
-               "Berg, who was born there.",
-}  # fmt: skip
-TOY_QUESTION = "Where was the person who founded Zentrix born?"
+from .conftest import DIM, TOY, TOY_QUESTION, write_texts
 
 
 def _stems(docs: list) -> list[str]:  # type: ignore[type-arg]
@@ -62,19 +48,6 @@ def test_fact_vectors_follow_builds_and_deletions(tmp_path: Path, work_dir: Path
     reopened = GraphRAGPipeline(work_dir, None, HashEmbedding(DIM), DIM)  # the vectors persist
     assert set(reopened._facts.get_all_ids()) == set(left)
     assert reopened.as_retriever(fact_top_k=3).invoke(TOY_QUESTION)
-
-
-@pytest.fixture(scope="module")
-def minilm_toy(tmp_path_factory: pytest.TempPathFactory) -> GraphRAGPipeline:
-    from mx_rag.embedding.local import TextEmbedding
-
-    root = tmp_path_factory.mktemp("facts")
-    paths = write_texts(root / "toy", TOY)
-    (root / "work").mkdir()
-    pipeline = GraphRAGPipeline(root / "work", None, TextEmbedding(), 384)  # spaCy + MiniLM
-    pipeline.upload_files(list(paths.values()), LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0))
-    pipeline.build_graph()
-    return pipeline
 
 
 def test_the_nearest_facts_seed_the_bridging_entity(minilm_toy: GraphRAGPipeline) -> None:
