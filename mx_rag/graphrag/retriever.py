@@ -117,7 +117,7 @@ class GraphRetriever(CallSettingsRetriever):
     fact_top_k: int = 0
     name_links: bool = True
     mix_weight: float = 0.5
-    subject_links: int = 3
+    subject_links: int = 1
 
     @classmethod
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:

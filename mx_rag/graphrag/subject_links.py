@@ -11,9 +11,9 @@ Retrieve Reasoning Paths over Wikipedia Graph for Question Answering") walk the 
 
 ``follow_subjects`` keeps the first ``heads`` passages of a ranking, puts the subject passages of
 the other entities they name (not of the entity a head passage is itself about) right after them,
-in the order of the passage that names them, then of the ranking, and the rest of the ranking
-after those. Entities mentioned by more than ``MAX_SOURCES`` passages are too common to point
-anywhere and are not followed.
+at most ``PER_HEAD`` per head passage (the best ranked first), in the order of the passage that
+names them, and the rest of the ranking after those. Entities mentioned by more than
+``MAX_SOURCES`` passages are too common to point anywhere and are not followed.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from mx_rag.graphrag.graph_store import Node
 from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.registry import ChunkRecord
 
-__all__ = ["MAX_SOURCES", "follow_subjects", "opens_with"]
+__all__ = ["MAX_SOURCES", "PER_HEAD", "follow_subjects", "opens_with"]
 
 MAX_SOURCES = 50
+PER_HEAD = 2  # subject passages followed from one head passage, the best ranked first
 MIN_NAME_CHARS = 4  # shorter names ("US", "May") open too many passages by chance
 _MARKUP = re.compile(r"^[\s#>*_`\"'“‘(\[-]+")
 
@@ -70,7 +71,7 @@ def follow_subjects(
                 continue
             found += [c for c in node.sources if c not in first and c in records and opens_with(records[c].text, name)]
         found.sort(key=lambda c: (position.get(c, len(ranked)), c))
-        linked += [c for c in found if c not in linked]
+        linked += [c for c in dict.fromkeys(found) if c not in linked][:PER_HEAD]
     if not linked:
         return ranked
     moved = set(linked)

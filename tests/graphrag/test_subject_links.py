@@ -49,9 +49,13 @@ def test_the_founders_own_passage_follows_the_passage_naming_her(minilm_toy: Gra
     assert plain[0] == "zentrix" and plain.index("okonkwo") > 1  # without the link she ranks lower
 
 
-def test_common_entities_are_not_followed(minilm_toy: GraphRAGPipeline, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("limit", ["MAX_SOURCES", "PER_HEAD"])
+def test_links_stay_within_their_limits(minilm_toy: GraphRAGPipeline, monkeypatch: pytest.MonkeyPatch,
+                                        limit: str) -> None:  # fmt: skip
+    """With every entity "too common" (MAX_SOURCES 0), or no link allowed per head passage
+    (PER_HEAD 0), the ranking is the one without subject links."""
     retriever = minilm_toy.as_retriever(mode="graph", subject_links=1, reranker_top_k=6)
-    monkeypatch.setattr(subject_links, "MAX_SOURCES", 0)  # every entity is now "too common"
+    monkeypatch.setattr(subject_links, limit, 0)
     plain = minilm_toy.as_retriever(mode="graph", subject_links=0, reranker_top_k=6)
     assert _stems(retriever.invoke(TOY_QUESTION)) == _stems(plain.invoke(TOY_QUESTION))
 
