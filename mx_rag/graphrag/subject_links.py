@@ -28,7 +28,7 @@ from mx_rag.graphrag.registry import ChunkRecord
 __all__ = ["MAX_SOURCES", "PER_HEAD", "follow_subjects", "opens_with"]
 
 MAX_SOURCES = 50
-PER_HEAD = 2  # subject passages followed from one head passage, the best ranked first
+PER_HEAD = 1  # subject passages followed from one head passage, the best ranked first
 MIN_NAME_CHARS = 4  # shorter names ("US", "May") open too many passages by chance
 _MARKUP = re.compile(r"^[\s#>*_`\"'“‘(\[-]+")
 

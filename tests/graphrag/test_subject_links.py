@@ -45,6 +45,10 @@ def test_the_founders_own_passage_follows_the_passage_naming_her(minilm_toy: Gra
     assert _stems(docs)[:2] == ["zentrix", "okonkwo"]
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
+    view = linked.explain(TOY_QUESTION)  # explain shows the linked passage, and the entity that led there
+    assert [d["chunk_id"] for d in view["documents"]] == [d.metadata["chunk_id"] for d in docs]
+    okonkwo = docs[1].metadata["chunk_id"]
+    assert any(n["label"] == "Marta Okonkwo" and okonkwo in n["chunk_ids"] for n in view["nodes"])
     plain = _stems(minilm_toy.as_retriever(mode=mode, subject_links=0, reranker_top_k=6).invoke(TOY_QUESTION))
     assert plain[0] == "zentrix" and plain.index("okonkwo") > 1  # without the link she ranks lower
 
