@@ -22,6 +22,8 @@ Three modes (``mode=``):
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
 
+In ``graph`` and ``mix``, the entities named by the first ``subject_links`` passages are then
+followed to the passages about them (``mx_rag.graphrag.subject_links``), which come next.
 Then optional reranking, ``reranker_top_k`` and the ``max_context_chars`` budget.
 ``explain(question)`` returns the entities and relations behind the passages.
 
