@@ -14,6 +14,8 @@ with ``embed_query``):
 * ``hybrid_w{2,3}_f20``: dense-weighted RRF (``w/(60+rank_dense) + 1/(60+rank_keyword)``).
   ``HybridRetriever`` has no weights, so this is *not library behaviour*: a ``HybridRetriever``
   subclass passes the library's ``reciprocal_rank_fusion`` the dense list ``w`` times;
+* ``dense_links1``, ``hybrid_f10_links1``: ``subject_links=1`` (the capitalised names of the first
+  result followed to the chunks that open with them: ``mx_rag.retrievers.subject_links``);
 * ``full_text``: ``FullTextRetriever`` alone (embedding-independent, once per dataset);
 * ``todays_default``: what the product answers with today: ``mxrag ask`` / ``mxrag chat`` /
   ``mxrag search`` without options and ``LocalKnowledge.retriever()`` use the ``single`` chain, a
@@ -193,6 +195,9 @@ def methods(common: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
     out += [(f"hybrid_w{w}_f{WEIGHTED_FETCH_K}",
              {"fetch_k": WEIGHTED_FETCH_K, "rrf_k": 60, "dense_weight": w, "note": "not library behaviour"},
              WeightedHybrid(**common, fetch_k=WEIGHTED_FETCH_K, dense_weight=w)) for w in DENSE_WEIGHTS]
+    out += [("dense_links1", {"subject_links": 1}, Retriever(**common, subject_links=1)),
+            ("hybrid_f10_links1", {"fetch_k": 10, "rrf_k": 60, "subject_links": 1},
+             HybridRetriever(**common, fetch_k=10, subject_links=1))]  # fmt: skip
     return out
 
 

@@ -9,23 +9,12 @@ from collections.abc import Iterable
 
 from mx_rag.graphrag.extraction import Extraction
 from mx_rag.graphrag.graph_store import Edge, Node
+from mx_rag.utils.names import MAX_NAME_CHARS, normalise_name
+from mx_rag.utils.names import clean_label as _label
 
 __all__ = ["MAX_NAME_CHARS", "normalise_name", "to_records"]
 
-MAX_NAME_CHARS = 200
 _SPACES = re.compile(r"\s+")
-_TRIM = " \t\r\n\"'`“”‘’«»「」『』《》()[]{}<>.,;:!?，。；：！？、*_#"
-
-
-def normalise_name(name: str) -> str:
-    """The node key of an entity name: NFKC, outer quotes and punctuation trimmed, spaces
-    collapsed, case-folded ("  “Alan  Turing”. " -> "alan turing"); "" when nothing is left."""
-    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", name)).strip(_TRIM)
-    return text.casefold()[:MAX_NAME_CHARS]
-
-
-def _label(name: str) -> str:
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", name)).strip(_TRIM)[:MAX_NAME_CHARS]
 
 
 def _relation_key(relation: str) -> str:

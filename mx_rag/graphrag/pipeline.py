@@ -409,7 +409,7 @@ class GraphRAGPipeline:
             subject_links: ``graph``/``mix``: the first passages of the ranking whose named
                 entities are followed to the passages about them (that open with their name),
                 which then come next, 0 to 1000; 0 turns it off. Default 1
-                (``mx_rag.graphrag.subject_links``).
+                (``mx_rag.retrievers.subject_links``).
             use_text: return chunk texts (True, default) or ``"u relation v"`` triples (the
                 ``local`` ranking).
             similarity_tail_threshold: minimum similarity of a linked node, [0, 1]. Default 0.0.

@@ -23,7 +23,7 @@ Three modes (``mode=``):
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
 
 In ``graph`` and ``mix``, the entities named by the first ``subject_links`` passages are then
-followed to the passages about them (``mx_rag.graphrag.subject_links``), which come next.
+followed to the passages about them (``mx_rag.retrievers.subject_links``), which come next.
 Then optional reranking, ``reranker_top_k`` and the ``max_context_chars`` budget.
 ``explain(question)`` returns the entities and relations behind the passages.
 
@@ -47,10 +47,10 @@ from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
-from mx_rag.graphrag.subject_links import follow_subjects
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
+from mx_rag.retrievers.subject_links import follow_subjects, opens_with
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_str
 from mx_rag.utils.common import TEXT_MAX_LEN, Lang
@@ -66,6 +66,7 @@ RRF_K = 60  # reciprocal rank fusion constant (Cormack et al., 2009)
 SYNONYM_SEEDS = 8  # linked entities whose synonyms are looked up
 SYNONYM_K = 5  # nearest names looked at per linked entity
 ENTITIES_PER_DOCUMENT = 8  # metadata["entities"] of a returned passage
+SUBJECT_MAX_SOURCES = 50  # entities mentioned by more chunks are not followed to their subject chunks
 _WORD = re.compile(r"[\w'’.\-]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -184,10 +185,18 @@ class GraphRetriever(CallSettingsRetriever):
                     fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
             chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
         if self.subject_links:
-            order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self.graph.get_nodes,
-                                    self.registry.chunks)  # fmt: skip
+            order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self._subjects)
             chunks = _non_increasing(order, chunks)
         return PassageRanking(chunks, ranking.entities, ranking.nodes, ranking.seeds, ranking.edges)
+
+    def _subjects(self, names: set[str]) -> dict[str, list[str]]:
+        """Entity name -> the chunks that open with it, among the chunks that mention it (names
+        mentioned by more than ``SUBJECT_MAX_SOURCES`` chunks are too common to point anywhere)."""
+        nodes = {n: node for n, node in self.graph.get_nodes(names).items()
+                 if len(node.sources) <= SUBJECT_MAX_SOURCES}  # fmt: skip
+        records = self.registry.chunks({c for node in nodes.values() for c in node.sources})
+        return {name: [c for c in node.sources if c in records and opens_with(records[c].text, name)]
+                for name, node in nodes.items()}  # fmt: skip
 
     def _dense(self, vector: list[float]) -> dict[str, float]:
         """Chunk id -> similarity of the ``dense_top_k`` passages nearest to the question."""

@@ -83,10 +83,10 @@ def full_text_documents(document_store: Docstore, query: str, settings: CallSett
 class HybridRetriever(Retriever):
     """Dense retrieval and keyword retrieval fused by reciprocal rank fusion.
 
-    All parameters of ``Retriever`` plus ``fetch_k`` (candidates taken from each side, default
-    ``2 * k``) and ``rrf_k`` (the fusion constant, default 60). Usable anywhere a ``Retriever``
-    goes; documents carry ``rrf_score``. ``invoke`` takes ``k``, ``score_threshold`` (dense side
-    only) and ``filter_dict`` for one call.
+    All parameters of ``Retriever`` (``subject_links`` follows the fused ranking) plus
+    ``fetch_k`` (candidates taken from each side, default ``2 * k``) and ``rrf_k`` (the fusion
+    constant, default 60). Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
+    ``invoke`` takes ``k``, ``score_threshold`` (dense side only) and ``filter_dict`` for one call.
 
     Example:
         >>> HybridRetriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents, k=5)  # doctest: +SKIP
@@ -113,4 +113,5 @@ class HybridRetriever(Retriever):
         candidates = dataclasses.replace(settings, k=self.fetch_k or min(2 * settings.k, MAX_TOP_K))
         dense_docs = self._dense_documents(query, candidates)
         keyword_docs = full_text_documents(self.document_store, query, candidates)
-        return reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k)[: settings.k]
+        fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k)
+        return self._with_subjects(fused, settings)[: settings.k]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,9 +20,11 @@ from mx_rag.retrievers.call_settings import (
     check_score_threshold,
     resolve_call_settings,
 )
+from mx_rag.retrievers.fusion import document_key
+from mx_rag.retrievers.subject_links import MAX_SUBJECT_LINKS, SUBJECT_HITS, subject_documents
 from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
-from mx_rag.utils.checks import as_parameter_error, check_str, fail
+from mx_rag.utils.checks import as_parameter_error, check_int, check_str, fail
 from mx_rag.utils.common import TEXT_MAX_LEN
 
 __all__ = ["Retriever", "query_embedder", "query_vector"]
@@ -44,6 +47,9 @@ class Retriever(CallSettingsRetriever):
         k: documents to return, in [1, 10000]. Default 1.
         score_threshold: keep hits with a scaled similarity at least this, in [0, 1]; None keeps all.
         filter_dict: ``{"document_id": [ids]}`` restricts the search to those documents.
+        subject_links: follow the capitalised names of the first ``subject_links`` results to
+            the chunks that open with them (found by the document store's keyword search), which
+            then come next (``mx_rag.retrievers.subject_links``), in [0, 100]. Default 0: off.
 
     Each Document's metadata is a copy of the stored metadata plus ``score`` and
     ``retrieval_type`` (``"dense"``); stored records are never modified.
@@ -67,6 +73,7 @@ class Retriever(CallSettingsRetriever):
     k: int = 1
     score_threshold: float | None = None
     filter_dict: dict[str, Any] = Field(default_factory=dict)
+    subject_links: int = 0
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -88,6 +95,11 @@ class Retriever(CallSettingsRetriever):
     @classmethod
     def _check_filter(cls, value: Any) -> dict[str, Any]:
         return check_filter_dict(value)
+
+    @field_validator("subject_links", mode="before")
+    @classmethod
+    def _check_subject_links(cls, value: Any) -> int:
+        return check_int("subject_links", value, 0, MAX_SUBJECT_LINKS)
 
     @field_validator("embed_func", mode="before")
     @classmethod
@@ -112,7 +124,18 @@ class Retriever(CallSettingsRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
-        return self._dense_documents(query, self._call_settings(kwargs))
+        settings = self._call_settings(kwargs)
+        return self._with_subjects(self._dense_documents(query, settings), settings)[: settings.k]
+
+    def _with_subjects(self, docs: list[Document], settings: CallSettings) -> list[Document]:
+        """``docs`` with the subject links of their first ``subject_links`` (none when 0)."""
+        if not self.subject_links or not docs:
+            return docs
+        from mx_rag.retrievers.hybrid import full_text_documents  # hybrid imports this module
+
+        hits = dataclasses.replace(settings, k=SUBJECT_HITS)
+        return subject_documents(docs, self.subject_links, document_key,
+                                 lambda name: full_text_documents(self.document_store, name, hits))  # fmt: skip
 
     def _dense_documents(self, query: str, settings: CallSettings) -> list[Document]:
         """The dense search of ``query`` with ``settings`` (the core of every call)."""

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from mx_rag.errors import ParameterError
-from mx_rag.graphrag import GraphRAGPipeline, subject_links
-from mx_rag.graphrag.subject_links import opens_with
+from mx_rag.graphrag import GraphRAGPipeline
+from mx_rag.graphrag import retriever as graph_retriever
+from mx_rag.retrievers import subject_links
+from mx_rag.retrievers.subject_links import opens_with
 
 from .conftest import TOY_QUESTION
 
@@ -53,13 +55,13 @@ def test_the_founders_own_passage_follows_the_passage_naming_her(minilm_toy: Gra
     assert plain[0] == "zentrix" and plain.index("okonkwo") > 1  # without the link she ranks lower
 
 
-@pytest.mark.parametrize("limit", ["MAX_SOURCES", "PER_HEAD"])
+@pytest.mark.parametrize(("module", "limit"), [(graph_retriever, "SUBJECT_MAX_SOURCES"), (subject_links, "PER_HEAD")])
 def test_links_stay_within_their_limits(minilm_toy: GraphRAGPipeline, monkeypatch: pytest.MonkeyPatch,
-                                        limit: str) -> None:  # fmt: skip
-    """With every entity "too common" (MAX_SOURCES 0), or no link allowed per head passage
-    (PER_HEAD 0), the ranking is the one without subject links."""
+                                        module: object, limit: str) -> None:  # fmt: skip
+    """With every entity "too common" (SUBJECT_MAX_SOURCES 0), or no link allowed per head
+    passage (PER_HEAD 0), the ranking is the one without subject links."""
     retriever = minilm_toy.as_retriever(mode="graph", subject_links=1, reranker_top_k=6)
-    monkeypatch.setattr(subject_links, limit, 0)
+    monkeypatch.setattr(module, limit, 0)
     plain = minilm_toy.as_retriever(mode="graph", subject_links=0, reranker_top_k=6)
     assert _stems(retriever.invoke(TOY_QUESTION)) == _stems(plain.invoke(TOY_QUESTION))
 
