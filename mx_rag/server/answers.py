@@ -141,7 +141,8 @@ class Answerer:
             from mx_rag.retrievers import HybridRetriever
 
             return knowledge.scoped(HybridRetriever(vector_store=knowledge.vector_store,
-                                                    document_store=knowledge.chunk_store, embed_func=embed, k=k))
+                                                    document_store=knowledge.chunk_store, embed_func=embed, k=k,
+                                                    subject_links=settings.subject_links))  # fmt: skip
         if chain == "multi-query":
             from mx_rag.retrievers import MultiQueryRetriever
 
