@@ -11,7 +11,7 @@ Wikipedia Graph for Question Answering") walk the same links.
 
 ``follow_subjects`` keeps the first ``heads`` passages of a ranking and puts, right after them,
 the subject passages of the other names they mention (not of the name a head passage is itself
-about), at most ``per_head`` per head passage (the best ranked first), then the rest of the
+about), at most ``PER_HEAD`` per head passage (the best ranked first), then the rest of the
 ranking. Where the names and the subject passages come from is the caller's: the graph
 retriever uses a passage's extracted entities and the graph's mentions
 (``mx_rag.graphrag.retriever``); ``Retriever(subject_links=n)`` uses the capitalised names of
@@ -67,7 +67,6 @@ def follow_subjects(
     heads: int,
     names_of: Callable[[list[str]], Mapping[str, list[str]]],
     subjects_of: Callable[[set[str]], Mapping[str, Sequence[str]]],
-    per_head: int | None = None,
 ) -> list[str]:
     """``ranked`` (passage keys, best first) with the subject passages of the names its first
     ``heads`` passages mention moved up to follow them (see the module docstring).
@@ -75,9 +74,7 @@ def follow_subjects(
     Args:
         names_of: passage keys -> the names each mentions, in order.
         subjects_of: names -> the passages that open with each (any order).
-        per_head: subject passages followed from one head passage; None: ``PER_HEAD``.
     """
-    per_head = PER_HEAD if per_head is None else per_head
     first = ranked[:heads]
     if not first:
         return ranked
@@ -92,7 +89,7 @@ def follow_subjects(
             if key not in about:  # not the name this passage is itself about
                 found += [c for c in about if c not in first]
         found = sorted(dict.fromkeys(found), key=lambda c: (position.get(c, len(ranked)), c))
-        linked += [c for c in found if c not in linked][:per_head]
+        linked += [c for c in found if c not in linked][:PER_HEAD]
     if not linked:
         return ranked
     moved = set(linked)
