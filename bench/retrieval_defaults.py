@@ -11,11 +11,11 @@ with ``embed_query``):
 * ``hybrid_f{10,20,50}``: ``HybridRetriever`` (dense + SQLite FTS5, reciprocal rank fusion,
   ``rrf_k=60``) with ``fetch_k`` candidates from each side (``mxrag ask --chain hybrid`` uses
   ``fetch_k = 2k``: 10 at k=5);
-* ``hybrid_w{2,3}_f20``: dense-weighted RRF (``w/(60+rank_dense) + 1/(60+rank_keyword)``).
-  ``HybridRetriever`` has no weights, so this is *not library behaviour*: a ``HybridRetriever``
-  subclass passes the library's ``reciprocal_rank_fusion`` the dense list ``w`` times;
+* ``hybrid_w{2,3}_f20``: dense-weighted RRF (``w/(60+rank_dense) + 1/(60+rank_keyword)``,
+  ``HybridRetriever(dense_weight=w)``);
 * ``dense_links1``, ``hybrid_f10_links1``: ``subject_links=1`` (the capitalised names of the first
   result followed to the chunks that open with them: ``mx_rag.retrievers.subject_links``);
+  ``hybrid_w{2,3}_f{10,20}_links1``: dense-weighted RRF with them;
 * ``full_text``: ``FullTextRetriever`` alone (embedding-independent, once per dataset);
 * ``todays_default``: what the product answers with today: ``mxrag ask`` / ``mxrag chat`` /
   ``mxrag search`` without options and ``LocalKnowledge.retriever()`` use the ``single`` chain, a
@@ -56,7 +56,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -92,8 +91,6 @@ from multi_query import mean
 
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.retrievers import FullTextRetriever, HybridRetriever, Retriever
-from mx_rag.retrievers.fusion import reciprocal_rank_fusion
-from mx_rag.retrievers.hybrid import full_text_documents
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 
@@ -105,19 +102,6 @@ MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 FETCH_KS = (10, 20, 50)
 DENSE_WEIGHTS = (2, 3)
 WEIGHTED_FETCH_K = 20
-
-
-class WeightedHybrid(HybridRetriever):
-    """Not library behaviour: RRF with the dense list counted ``dense_weight`` times."""
-
-    dense_weight: int = 1
-
-    def _get_relevant_documents(self, query: str, *, run_manager: Any = None, **kwargs: Any) -> list[Document]:
-        settings = self._call_settings(kwargs)
-        candidates = dataclasses.replace(settings, k=self.fetch_k or 2 * settings.k)
-        dense = self._dense_documents(query, candidates)
-        keyword = full_text_documents(self.document_store, query, candidates)
-        return reciprocal_rank_fusion([dense] * self.dense_weight + [keyword], k=self.rrf_k)[: settings.k]
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -192,12 +176,14 @@ def methods(common: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
     """(name, parameters, retriever) of every embedding-dependent method, each returning DEPTH documents."""
     out: list[tuple[str, dict[str, Any], Any]] = [("dense", {}, Retriever(**common))]
     out += [(f"hybrid_f{fk}", {"fetch_k": fk, "rrf_k": 60}, HybridRetriever(**common, fetch_k=fk)) for fk in FETCH_KS]
-    out += [(f"hybrid_w{w}_f{WEIGHTED_FETCH_K}",
-             {"fetch_k": WEIGHTED_FETCH_K, "rrf_k": 60, "dense_weight": w, "note": "not library behaviour"},
-             WeightedHybrid(**common, fetch_k=WEIGHTED_FETCH_K, dense_weight=w)) for w in DENSE_WEIGHTS]
+    out += [(f"hybrid_w{w}_f{WEIGHTED_FETCH_K}", {"fetch_k": WEIGHTED_FETCH_K, "rrf_k": 60, "dense_weight": w},
+             HybridRetriever(**common, fetch_k=WEIGHTED_FETCH_K, dense_weight=w)) for w in DENSE_WEIGHTS]
     out += [("dense_links1", {"subject_links": 1}, Retriever(**common, subject_links=1)),
             ("hybrid_f10_links1", {"fetch_k": 10, "rrf_k": 60, "subject_links": 1},
              HybridRetriever(**common, fetch_k=10, subject_links=1))]  # fmt: skip
+    out += [(f"hybrid_w{w}_f{fk}_links1", {"fetch_k": fk, "rrf_k": 60, "dense_weight": w, "subject_links": 1},
+             HybridRetriever(**common, fetch_k=fk, dense_weight=w, subject_links=1))
+            for w in DENSE_WEIGHTS for fk in (10, WEIGHTED_FETCH_K)]
     return out
 
 

@@ -15,18 +15,25 @@ def document_key(doc: Document) -> str:
     return doc.page_content
 
 
-def reciprocal_rank_fusion(ranked_lists: Sequence[Sequence[Document]], k: int = RRF_K) -> list[Document]:
-    """Merge ranked lists: each document scores the sum of ``1 / (k + rank)`` over the lists it is in.
+def reciprocal_rank_fusion(
+    ranked_lists: Sequence[Sequence[Document]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[Document]:
+    """Merge ranked lists: each document scores the sum of ``weight / (k + rank)`` over the lists it
+    is in (``weights``: one per list, default all 1).
 
     The first occurrence of a document keeps its metadata, plus ``rrf_score``; best first, ties
     broken by first appearance.
     """
+    if weights is None:
+        weights = [1.0] * len(ranked_lists)
+    elif len(weights) != len(ranked_lists):
+        raise ValueError(f"weights: {len(weights)} given for {len(ranked_lists)} ranked lists")
     scores: dict[str, float] = {}
     first: dict[str, Document] = {}
-    for docs in ranked_lists:
+    for docs, weight in zip(ranked_lists, weights, strict=True):
         for rank, doc in enumerate(docs, start=1):
             key = document_key(doc)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
             first.setdefault(key, doc)
     order = sorted(scores, key=lambda key: -scores[key])  # sorted() is stable: ties keep first appearance
     return [

@@ -21,7 +21,7 @@ from mx_rag.retrievers.call_settings import (
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.storage.document_store.base_storage import Docstore
-from mx_rag.utils.checks import as_parameter_error, check_int, check_str
+from mx_rag.utils.checks import as_parameter_error, check_int, check_number, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
 __all__ = ["FullTextRetriever", "HybridRetriever"]
@@ -84,8 +84,9 @@ class HybridRetriever(Retriever):
     """Dense retrieval and keyword retrieval fused by reciprocal rank fusion.
 
     All parameters of ``Retriever`` (``subject_links`` follows the fused ranking) plus
-    ``fetch_k`` (candidates taken from each side, default ``2 * k``) and ``rrf_k`` (the fusion
-    constant, default 60). Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
+    ``fetch_k`` (candidates taken from each side, default ``2 * k``), ``rrf_k`` (the fusion
+    constant, default 60) and ``dense_weight`` (how much more a dense rank counts than a keyword
+    rank, in [0.1, 10], default 1). Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
     ``invoke`` takes ``k``, ``score_threshold`` (dense side only) and ``filter_dict`` for one call.
 
     Example:
@@ -94,6 +95,7 @@ class HybridRetriever(Retriever):
 
     fetch_k: int | None = None
     rrf_k: int = RRF_K
+    dense_weight: float = 1.0
 
     @field_validator("fetch_k", mode="before")
     @classmethod
@@ -105,6 +107,11 @@ class HybridRetriever(Retriever):
     def _check_rrf_k(cls, value: Any) -> int:
         return check_int("rrf_k", value, 1, 10_000)
 
+    @field_validator("dense_weight", mode="before")
+    @classmethod
+    def _check_dense_weight(cls, value: Any) -> float:
+        return check_number("dense_weight", value, 0.1, 10.0)
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
@@ -113,5 +120,5 @@ class HybridRetriever(Retriever):
         candidates = dataclasses.replace(settings, k=self.fetch_k or min(2 * settings.k, MAX_TOP_K))
         dense_docs = self._dense_documents(query, candidates)
         keyword_docs = full_text_documents(self.document_store, query, candidates)
-        fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k)
+        fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))
         return self._with_subjects(fused, settings)[: settings.k]

@@ -63,3 +63,27 @@ def test_reciprocal_rank_fusion_orders_by_summed_reciprocal_ranks() -> None:
     fused = reciprocal_rank_fusion([[a, b, c], [b, c]], k=60)
     assert [d.page_content for d in fused] == ["b", "c", "a"]
     assert fused[0].metadata["rrf_score"] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_weighted_fusion_lets_one_list_outvote_the_other() -> None:
+    from langchain_core.documents import Document
+
+    a, b = (Document(page_content=x) for x in "ab")
+    assert [d.page_content for d in reciprocal_rank_fusion([[a], [b]])] == ["a", "b"]  # a tie: first seen
+    fused = reciprocal_rank_fusion([[a], [b]], weights=(1.0, 2.0))
+    assert [d.page_content for d in fused] == ["b", "a"]
+    assert fused[0].metadata["rrf_score"] == pytest.approx(2 / 61)
+    with pytest.raises(ValueError, match="weights: 1 given for 2"):
+        reciprocal_rank_fusion([[a], [b]], weights=(1.0,))
+
+
+def test_hybrid_dense_weight_decides_between_the_two_rankings(stores) -> None:  # type: ignore[no-untyped-def]
+    docstore, vectors, embed = stores
+    common = {"vector_store": vectors, "document_store": docstore, "embed_func": embed.embed_documents, "k": 3}
+    query = "packages every night"  # dense ranks texts 5, 2, 1; the keyword search 5, 1, 2
+    ranked = {w: [d.metadata["n"] for d in HybridRetriever(**common, dense_weight=w).invoke(query)]
+              for w in (0.1, 10)}
+    assert ranked == {0.1: [5, 1, 2], 10: [5, 2, 1]}
+    for bad in (0, 0.05, 11, "x"):
+        with pytest.raises(ParameterError, match=r"dense_weight"):
+            HybridRetriever(**common, dense_weight=bad)
