@@ -18,10 +18,12 @@ line, question: ``_user_content_builder``):
   against a plain LangChain pipeline, both on the same llama.cpp server, in the same run:
 
   - ``mx_rag``: what ``mxrag ask`` does without options: the server's default chain
-    (``[chain] type``, ``hybrid``: dense all-MiniLM-L6-v2 + SQLite FTS5 fused by RRF,
-    ``fetch_k = 2k``) at ``[chain] k`` (5), ``SingleText2TextChain``;
-  - ``langchain``: ``HuggingFaceEmbeddings`` (the same model), langchain-community ``FAISS``,
-    ``as_retriever(k=5)``, a ``ChatPromptTemplate`` with the same layout and ``ChatOpenAI``.
+    (``[chain] type``, ``hybrid``: dense multilingual-e5-small + SQLite FTS5 fused by RRF with
+    ``[chain] dense_weight``, ``fetch_k`` and ``subject_links``) at ``[chain] k`` (5),
+    ``SingleText2TextChain``;
+  - ``langchain``: ``HuggingFaceEmbeddings`` (the same model, with e5's ``query: `` / ``passage: ``
+    prompts), langchain-community ``FAISS``, ``as_retriever(k=5)``, a ``ChatPromptTemplate`` with
+    the same layout and ``ChatOpenAI``.
 
   Both answer with the short-answer instruction (the Chinese set: the Chinese one). Data: the
   first ``--pooled`` questions (default 100) of HotpotQA (994 pooled paragraphs) and MuSiQue
@@ -285,7 +287,9 @@ class _Pipelines:
         store.add(ids, vectors, document_id=1)
         self.retrievers = {
             "mx_rag": HybridRetriever(
-                vector_store=store, document_store=self.docstore, embed_func=embedding.embed_documents, k=POOLED_K
+                vector_store=store, document_store=self.docstore, embed_func=embedding.embed_documents, k=POOLED_K,
+                fetch_k=max(chain.fetch_k, POOLED_K), dense_weight=chain.dense_weight,
+                subject_links=chain.subject_links,
             ),
             "langchain": lc_store.as_retriever(search_kwargs={"k": POOLED_K}),
         }
@@ -359,10 +363,15 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
 
     from mx_rag.corag.metrics import contains_answer, exact_match, f1_score
     from mx_rag.embedding.local import TextEmbedding
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.e5_convert import PROMPTS, ensure_e5_model
+    from mx_rag.knowledge.store import DEFAULT_EMBEDDING
 
-    embedding = TextEmbedding("all-MiniLM-L6-v2")
-    lc_embedding = HuggingFaceEmbeddings(model_name=str(minilm_dir()))  # LangChain's, loaded once for every set
+    embedding = TextEmbedding(DEFAULT_EMBEDDING)
+    # LangChain's, loaded once for every set, with e5's prompts as a LangChain user would set them
+    lc_embedding = HuggingFaceEmbeddings(model_name=str(ensure_e5_model()),
+                                         encode_kwargs={"prompt": PROMPTS["document"], "normalize_embeddings": True},
+                                         query_encode_kwargs={"prompt": PROMPTS["query"],
+                                                              "normalize_embeddings": True})
     sets: list[tuple[str, list[str] | None, list[dict[str, Any]]]] = [
         (name, *_english_set(name, args.pooled)) for name in ("hotpotqa", "musique") if args.pooled
     ]

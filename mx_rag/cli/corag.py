@@ -9,7 +9,7 @@
     mxrag corag evaluate hotpotqa.json --retrieval-url http://127.0.0.1:8000/retrieve
 
 Without ``--retrieval-url`` the command builds a knowledge base of every paragraph of the file
-(FAISS + SQLite, all-MiniLM-L6-v2 unless ``--embedding``; one ``"Title\\ntext"`` chunk per
+(FAISS + SQLite, multilingual-e5-small unless ``--embedding``; one ``"Title\\ntext"`` chunk per
 paragraph) under ``--workdir`` and searches it in this process. The base is kept and reused by
 later runs over the same paragraphs with the same embedding model; ``--limit`` does not change it
 (the corpus is always the whole file). Without ``--llm-url`` the embedded LLM (``mxrag llm
@@ -62,8 +62,8 @@ def _note(message: str) -> None:
 # -- knowledge base over the file's paragraphs ---------------------------------------------------
 
 
-def _kb_key(passages: list[tuple[str, str]], embedding: str | None) -> str:
-    digest = hashlib.sha256((embedding or "all-MiniLM-L6-v2").encode())
+def _kb_key(passages: list[tuple[str, str]], embedding: str) -> str:
+    digest = hashlib.sha256(embedding.encode())
     for _, text in passages:
         digest.update(b"\0" + text.encode("utf-8"))
     return digest.hexdigest()[:16]
@@ -102,6 +102,7 @@ def passage_retriever(workdir: Path, records: list[Any], embedding_model: str | 
     from mx_rag.corag.datasets import iter_passages
     from mx_rag.embedding.local import TextEmbedding
     from mx_rag.errors import ParameterError
+    from mx_rag.knowledge.store import DEFAULT_EMBEDDING
     from mx_rag.retrievers import Retriever
 
     hf_logging.disable_progress_bar()
@@ -109,8 +110,9 @@ def passage_retriever(workdir: Path, records: list[Any], embedding_model: str | 
     if not passages:
         raise ParameterError("the eval file has no paragraphs to search (HotpotQA 'context' or MuSiQue "
                              "'paragraphs'); pass --retrieval-url to use a retrieval API instead")
-    embedding = TextEmbedding(embedding_model)
-    root = workdir / f"{KB_PREFIX}{_kb_key(passages, embedding_model)}"
+    model = embedding_model or DEFAULT_EMBEDDING
+    embedding = TextEmbedding(model)
+    root = workdir / f"{KB_PREFIX}{_kb_key(passages, model)}"
     if (root / READY_FILE).is_file():
         _note(f"knowledge base: reusing {root} ({len(passages)} paragraphs)")
     else:

@@ -44,7 +44,9 @@ DataDirOption = Annotated[
     typer.Option("--data-dir", "--workdir", help="Folder of the knowledge bases (default .mxrag, or data_dir)."),
 ]
 EmbeddingOption = Annotated[
-    str | None, typer.Option("--embedding", help="Embedding model path or built-in name (default all-MiniLM-L6-v2).")
+    str | None,
+    typer.Option("--embedding", help="Embedding model path or built-in name (default: the one the knowledge bases "
+                                     "were built with, else multilingual-e5-small)."),
 ]
 KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A knowledge base in one local folder with the embedded defaults (SQLite, FAISS, MiniLM).
+"""A knowledge base in one local folder with the embedded defaults (SQLite, FAISS, multilingual-e5-small).
 
 This is what ``mxrag ask`` and ``mxrag ingest`` use; it is also the shortest way to start in
 Python::
@@ -7,7 +7,7 @@ Python::
     from mx_rag.knowledge.local import LocalKnowledge
     kb = LocalKnowledge.open(".mxrag", white_paths=["docs"])
     kb.sync(["docs/guide.md"])
-    docs = kb.retriever(k=3).invoke("How do I install it?")
+    docs = kb.retriever().invoke("How do I install it?")  # dense + keyword, 5 chunks
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from mx_rag.knowledge.ingest import FileEvent, IngestReport, ingest_files, prune_documents
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, embedding_id
+from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, embedding_id
 
 __all__ = ["LocalKnowledge"]
 
@@ -51,7 +51,8 @@ class LocalKnowledge:
         drop_incomplete: bool = False,
     ) -> LocalKnowledge:
         """Open (or create) the knowledge base in ``workdir``; ``embedding_model`` is a path or
-        a built-in name (default all-MiniLM-L6-v2). ``drop_incomplete`` as in ``KnowledgeDB``."""
+        a built-in name (default: the model the folder's knowledge bases were built with, else
+        multilingual-e5-small: ``choose_embedding``). ``drop_incomplete`` as in ``KnowledgeDB``."""
         from mx_rag.document import LoaderMng
         from mx_rag.embedding.local import TextEmbedding
         from mx_rag.storage.document_store import SQLiteDocstore
@@ -59,10 +60,11 @@ class LocalKnowledge:
 
         root = Path(workdir)
         root.mkdir(parents=True, exist_ok=True)
-        embedding = TextEmbedding(embedding_model)
         registry = KnowledgeStore(db_path=str(root / "sql.db"))
+        model = choose_embedding(embedding_model, registry.embedding_models())
+        embedding = TextEmbedding(model)
         registry.add_knowledge(knowledge_name, DEFAULT_USER, "admin")
-        registry.check_embedding(knowledge_name, DEFAULT_USER, embedding_id(embedding_model), embedding.dimension)
+        registry.check_embedding(knowledge_name, DEFAULT_USER, embedding_id(model), embedding.dimension)
         knowledge = KnowledgeDB(
             knowledge_store=registry,
             chunk_store=SQLiteDocstore(db_path=str(root / "sql.db")),
@@ -94,6 +96,13 @@ class LocalKnowledge:
         """Delete the documents under ``roots`` whose files are not in ``keep`` (see ``prune_documents``)."""
         return prune_documents(self.knowledge, roots, keep)
 
-    def retriever(self, k: int = 3, score_threshold: float | None = None) -> KnowledgeRetriever:
-        """A retriever restricted to this knowledge base's documents (as they are at each call)."""
-        return self.knowledge.as_retriever(self.embedding.embed_documents, k=k, score_threshold=score_threshold)
+    def retriever(self, k: int = 5, score_threshold: float | None = None) -> KnowledgeRetriever:
+        """The default retrieval, a ``HybridRetriever`` with its measured defaults, restricted to this
+        knowledge base's documents (as they are at each call); ``score_threshold`` applies to its
+        dense side."""
+        from mx_rag.retrievers import HybridRetriever
+
+        knowledge = self.knowledge
+        hybrid = HybridRetriever(vector_store=knowledge.vector_store, document_store=knowledge.chunk_store,
+                                 embed_func=self.embedding.embed_documents, k=k, score_threshold=score_threshold)
+        return knowledge.scoped(hybrid, k=k)

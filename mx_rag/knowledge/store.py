@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,15 +40,30 @@ def check_user_id(user_id: Any) -> str:
     return user_id
 
 
-DEFAULT_EMBEDDING = "all-MiniLM-L6-v2"  # TextEmbedding's model when none is named
+# A new knowledge base's model when none is configured: the best recall measured on HotpotQA,
+# MuSiQue and the Chinese questions (docs/benchmarks.md, "Retrieval defaults"); 100 languages.
+DEFAULT_EMBEDDING = "multilingual-e5-small"
 
 
-def embedding_id(model: str | None) -> str:
+def embedding_id(model: str) -> str:
     """How a knowledge base records its embedding model (``check_embedding``): the last part of its
     name or folder, in lower case (``sentence-transformers/all-MiniLM-L6-v2``, ``all-minilm-l6-v2``
     and a folder ``/models/all-MiniLM-L6-v2`` are one model; the same model may sit in another
     folder on another machine)."""
-    return Path(model or DEFAULT_EMBEDDING).name.lower()
+    return Path(model).name.lower()
+
+
+def choose_embedding(configured: str | None, recorded: Sequence[str]) -> str:
+    """The embedding model to open a data folder with: ``configured`` when set; else the first
+    built-in model among those its knowledge bases ``recorded`` (most used first), so a folder
+    keeps answering with the model that built it; else ``DEFAULT_EMBEDDING``. A recorded model
+    that is a folder of the user's is not guessed: opening its knowledge base names it."""
+    if configured is not None:
+        return configured
+    from mx_rag.embedding.local.text_embedding import BUILTIN_MODELS
+
+    builtin = {embedding_id(name): name for name in BUILTIN_MODELS}
+    return next((builtin[embedding_id(m)] for m in recorded if embedding_id(m) in builtin), DEFAULT_EMBEDDING)
 
 
 class KnowledgeStore:
@@ -186,6 +201,14 @@ class KnowledgeStore:
                     f"({row.dimension} dimensions), not {model!r} ({dimension}): use {row.model!r} "
                     "(--embedding, or [embedding] model), or make a new knowledge base for the other model"
                 )
+
+    def embedding_models(self) -> list[str]:
+        """The embedding models recorded by ``check_embedding``, the one most knowledge bases use first."""
+        count = func.count(EmbeddingRecord.knowledge_id)
+        with self._session() as session:
+            rows = session.execute(select(EmbeddingRecord.model, count).group_by(EmbeddingRecord.model)
+                                   .order_by(count.desc(), EmbeddingRecord.model)).all()
+        return [model for model, _ in rows]
 
     def check_knowledge_exist(self, knowledge_name: str, user_id: str) -> bool:
         check_user_id(user_id)

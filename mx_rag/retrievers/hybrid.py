@@ -80,13 +80,24 @@ def full_text_documents(document_store: Docstore, query: str, settings: CallSett
     return [hit.to_langchain(retrieval_type="sparse") for hit in hits]
 
 
-class HybridRetriever(Retriever):
-    """Dense retrieval and keyword retrieval fused by reciprocal rank fusion.
+# The defaults were measured (bench/retrieval_defaults.py, docs/benchmarks.md "Retrieval defaults"):
+# with multilingual-e5-small at k=5, dense ranks counted twice, 20 candidates a side and one subject
+# link find 0.925 of HotpotQA's supporting paragraphs (equal weights, 10 a side: 0.885; dense alone
+# 0.87), 0.628 on MuSiQue and 28 of 30 Chinese questions.
+DENSE_WEIGHT = 2.0
+FETCH_PER_K = 4  # fetch_k = 4k when not given
+SUBJECT_LINKS = 1
 
-    All parameters of ``Retriever`` (``subject_links`` follows the fused ranking) plus
-    ``fetch_k`` (candidates taken from each side, default ``2 * k``), ``rrf_k`` (the fusion
-    constant, default 60) and ``dense_weight`` (how much more a dense rank counts than a keyword
-    rank, in [0.1, 10], default 1). Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
+
+class HybridRetriever(Retriever):
+    """Dense retrieval and keyword retrieval fused by reciprocal rank fusion: the product's default
+    retrieval (``mxrag ask``, the server, ``LocalKnowledge.retriever()``).
+
+    All parameters of ``Retriever``, plus ``fetch_k`` (candidates taken from each side, default
+    ``4 * k``), ``rrf_k`` (the fusion constant, default 60) and ``dense_weight`` (how much more a
+    dense rank counts than a keyword rank, in [0.1, 10], default 2). ``subject_links`` follows
+    the fused ranking and defaults to 1 here (0 in ``Retriever``). The defaults are measured:
+    see ``DENSE_WEIGHT``. Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
     ``invoke`` takes ``k``, ``score_threshold`` (dense side only) and ``filter_dict`` for one call.
 
     Example:
@@ -95,7 +106,8 @@ class HybridRetriever(Retriever):
 
     fetch_k: int | None = None
     rrf_k: int = RRF_K
-    dense_weight: float = 1.0
+    dense_weight: float = DENSE_WEIGHT
+    subject_links: int = SUBJECT_LINKS
 
     @field_validator("fetch_k", mode="before")
     @classmethod
@@ -117,7 +129,7 @@ class HybridRetriever(Retriever):
     ) -> list[Document]:
         check_str("query", query, 1, TEXT_MAX_LEN)
         settings = self._call_settings(kwargs)
-        candidates = dataclasses.replace(settings, k=self.fetch_k or min(2 * settings.k, MAX_TOP_K))
+        candidates = dataclasses.replace(settings, k=self.fetch_k or min(FETCH_PER_K * settings.k, MAX_TOP_K))
         dense_docs = self._dense_documents(query, candidates)
         keyword_docs = full_text_documents(self.document_store, query, candidates)
         fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))

@@ -142,6 +142,7 @@ class Answerer:
 
             return knowledge.scoped(HybridRetriever(vector_store=knowledge.vector_store,
                                                     document_store=knowledge.chunk_store, embed_func=embed, k=k,
+                                                    dense_weight=settings.dense_weight,
                                                     subject_links=settings.subject_links))  # fmt: skip
         if chain == "multi-query":
             from mx_rag.retrievers import MultiQueryRetriever

@@ -2,7 +2,7 @@
 """``ServerSettings``: what ``mxrag serve`` and ``mxrag mcp`` run with, from ``mxrag.toml`` and
 the environment.
 
-Every setting has an offline default (the embedded LLM, MiniLM, FAISS + SQLite in ``.mxrag``).
+Every setting has an offline default (the embedded LLM, multilingual-e5-small, FAISS + SQLite in ``.mxrag``).
 Sources, strongest first: arguments given in code (the command's options), environment
 variables ``MXRAG_<SECTION>__<NAME>`` (e.g. ``MXRAG_LLM__API_KEY``, ``MXRAG_DATA_DIR``), then the
 TOML file (``mxrag.toml`` in the working directory, or ``MXRAG_CONFIG``)::
@@ -59,7 +59,11 @@ class LLMSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    model: str | None = Field(default=None, description="a path or built-in name; None is all-MiniLM-L6-v2")
+    model: str | None = Field(
+        default=None,
+        description="a path or built-in name; None: the model the data folder's knowledge bases were built with, "
+        "else multilingual-e5-small",
+    )
 
 
 class StoreSettings(_Section):
@@ -76,14 +80,19 @@ class StoreSettings(_Section):
 
 class ChainSettings(_Section):
     # Chosen by measurement (bench/retrieval_defaults.py, docs/benchmarks.md "Retrieval defaults"): with
-    # MiniLM, dense + keyword fused beats dense alone on HotpotQA (recall@5 0.82 vs 0.785), MuSiQue (0.62
-    # vs 0.61) and the Chinese questions (8 vs 1 of 10); k=5 finds 8 points more than k=3.
+    # multilingual-e5-small, dense + keyword fused with dense ranks counted twice and one subject link
+    # finds 0.925 of HotpotQA's supporting paragraphs at k=5 (dense alone 0.87), MuSiQue 0.628 and 28 of
+    # 30 Chinese questions (dense 25); k=5 finds 6.5 to 8 points more than k=3. dense_weight and
+    # subject_links are HybridRetriever's defaults (a test holds them equal).
     type: Literal["single", "parallel", "hybrid", "multi-query", "graph", "corag"] = "hybrid"
     k: int = Field(default=5, ge=1, le=100)
     score_threshold: float | None = Field(default=None, ge=0, le=1)
     reranker: str | None = Field(default=None, description="a local reranker model path or name; None: no reranking")
-    # bench/retrieval_defaults.py (docs/benchmarks.md "Subject links without a graph"): HotpotQA recall@5 0.87
-    # against 0.82, MuSiQue 0.629 against 0.62, Chinese unchanged (26 of 30).
+    dense_weight: float = Field(
+        default=2.0, ge=0.1, le=10,
+        description="hybrid chain: how much more a dense rank counts than a keyword rank (1 for an English-only "
+        "embedding model over Chinese documents, whose dense ranking is noise)",
+    )  # fmt: skip
     subject_links: int = Field(
         default=1, ge=0, le=100,
         description="hybrid chain: results whose named entities are followed to the chunks about them; 0: off",

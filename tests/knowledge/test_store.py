@@ -8,6 +8,7 @@ from sqlalchemy import create_engine, inspect
 
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge import KnowledgeStore
+from mx_rag.knowledge.store import DEFAULT_EMBEDDING, choose_embedding
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 
 
@@ -110,3 +111,20 @@ def test_a_knowledge_base_keeps_the_embedding_model_that_built_it(store: Knowled
     store.delete_usr_id_from_knowledge("kb", "Default", "admin", force=True)  # gone with its record
     store.add_knowledge("kb", "Default", "admin")
     store.check_embedding("kb", "Default", "e5", 768)
+
+
+def test_embedding_models_lists_the_recorded_ones_most_used_first(store: KnowledgeStore) -> None:
+    assert store.embedding_models() == []
+    for name, model in (("a", "multilingual-e5-small"), ("b", "all-minilm-l6-v2"), ("c", "all-minilm-l6-v2")):
+        store.add_knowledge(name, "Default", "admin")
+        store.check_embedding(name, "Default", model, 384)
+    assert store.embedding_models() == ["all-minilm-l6-v2", "multilingual-e5-small"]
+
+
+def test_choose_embedding_keeps_what_built_the_folder() -> None:
+    assert choose_embedding("/models/bge", ["all-minilm-l6-v2"]) == "/models/bge"  # configured wins
+    assert choose_embedding(None, []) == DEFAULT_EMBEDDING == "multilingual-e5-small"  # a new folder
+    assert choose_embedding(None, ["all-minilm-l6-v2"]) == "all-MiniLM-L6-v2"  # the built-in name, loadable
+    # a folder of the user's cannot be guessed from its last part: the next built-in, else the default
+    assert choose_embedding(None, ["my-encoder", "multilingual-e5-small"]) == "multilingual-e5-small"
+    assert choose_embedding(None, ["my-encoder"]) == DEFAULT_EMBEDDING

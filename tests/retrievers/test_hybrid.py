@@ -87,3 +87,13 @@ def test_hybrid_dense_weight_decides_between_the_two_rankings(stores) -> None:  
     for bad in (0, 0.05, 11, "x"):
         with pytest.raises(ParameterError, match=r"dense_weight"):
             HybridRetriever(**common, dense_weight=bad)
+
+
+def test_the_chain_settings_default_to_the_retrievers_measured_defaults() -> None:
+    from mx_rag.server.settings import ChainSettings
+
+    fields = HybridRetriever.model_fields
+    chain = ChainSettings()
+    assert chain.dense_weight == fields["dense_weight"].default
+    assert chain.subject_links == fields["subject_links"].default
+    assert (chain.type, chain.k) == ("hybrid", 5)
