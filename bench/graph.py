@@ -41,6 +41,7 @@ Run::
     url=$(scripts/ensure_postgres.sh) && .venv/bin/python bench/graph.py --postgres-url "$url"
     .venv/bin/python bench/graph.py --sweep --modes graph,mix
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"fact_top_k": 5}'   # fact seeding
+    .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"keyword_top_k": 0}'  # mix without keywords
     .venv/bin/python bench/graph.py --quick --datasets hotpotqa --extractors offline,llm      # LLM extraction
 
 ``--extractors offline,llm`` builds a second graph over the same passages with ``LLMExtractor``
@@ -109,7 +110,8 @@ SWEEP: dict[str, list[Any]] = {
     "subgraph_depth": [1, 2],
     "dense_top_k": [10, 20, 50],
     "fact_top_k": [0, 5, 10],
-    "mix_weight": [0.3, 0.5, 0.7],
+    "mix_weight": [0.3, 0.4, 0.5, 0.6, 0.7],
+    "keyword_top_k": [0, 20, 30, 50],
     "subject_links": [0, 1, 2, 3, 5],
 }
 

@@ -16,6 +16,7 @@ from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.graphrag.build_estimate import BuildEstimate
 from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
+from mx_rag.graphrag.keywords import KeywordIndex
 from mx_rag.graphrag.llm_extractor import MAX_WORKERS, LLMExtractor
 from mx_rag.graphrag.merge import to_records
 from mx_rag.graphrag.offline_extractor import OfflineExtractor
@@ -148,6 +149,7 @@ class GraphRAGPipeline:
         self._passages = self._open_vectors("passage_vector_store", passage_store, devs, "_chunk_vectors.index")
         self._facts = self._open_vectors("fact_vector_store", fact_store, devs, "_fact_vectors.index")
         self._fact_ends: FactEnds | None = None  # fact key -> (source, target), once synced
+        self._keywords: KeywordIndex | None = None  # in memory, filled when a mix retriever first needs it
         self._journal = ChangeJournal(self._file("_journal.json"), encrypt_fn, decrypt_fn)
         self._pending: dict[str, list[ChunkRecord]] = {}
         self._lock = threading.RLock()
@@ -350,6 +352,8 @@ class GraphRAGPipeline:
         sync_passage_vectors(self._registry, self._passages, self._embedding, batch_size)
         if self._fact_ends is not None or self._facts.count():  # fact vectors exist once asked for
             self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, batch_size)
+        if self._keywords is not None:
+            self._keywords.sync(self._registry)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -384,8 +388,8 @@ class GraphRAGPipeline:
         """A ``GraphRetriever`` over this graph (``mx_rag.graphrag.retriever`` explains the modes).
 
         Keyword Args:
-            mode: ``"mix"`` (default: the graph ranking fused with dense retrieval), ``"graph"``
-                (Personalized PageRank over entities and passages, seeded by the linked entities
+            mode: ``"mix"`` (default: the graph ranking fused with dense and keyword retrieval),
+                ``"graph"`` (Personalized PageRank over entities and passages, seeded by the linked entities
                 and the dense passage scores) or ``"local"`` (the earlier neighbourhood scoring).
             reranker_top_k: contexts kept, 1 to 1000. Default 20.
             retrieval_top_k: nearest nodes linked per question (and entity), 1 to 1000. Default
@@ -404,8 +408,12 @@ class GraphRAGPipeline:
                 entity names only. The first retriever with facts embeds the graph's facts
                 (about 3 per passage), and later builds and deletions keep them in step.
             name_links: link the entity names found in the question. Default True.
-            mix_weight: weight of the graph ranks against the dense ones in ``mix``, [0, 1].
-                Default 0.5.
+            mix_weight: weight of the graph ranks in ``mix``, [0, 1]; the dense and the keyword
+                ranks weigh ``1 - mix_weight`` each. Default 0.5.
+            keyword_top_k: ``mix``: passages taken from the keyword (BM25) search of the question
+                and fused with the graph and dense rankings, 0 to 1000; 0 fuses graph and dense
+                only. Default 50. The first ``mix`` retriever indexes the chunk texts in memory,
+                and later builds and deletions keep that index in step.
             subject_links: ``graph``/``mix``: the first passages of the ranking whose named
                 entities are followed to the passages about them (that open with their name),
                 which then come next, 0 to 1000; 0 turns it off. Default 1
@@ -426,10 +434,13 @@ class GraphRAGPipeline:
                     sync_passage_vectors(self._registry, self._passages, self._embedding, MAX_BATCH_SIZE)
                 if self._fact_ends is None and fields["fact_top_k"]:  # opened, not built: read the facts
                     self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, MAX_BATCH_SIZE)
+                if self._keywords is None and fields["mode"] == "mix" and fields["keyword_top_k"]:
+                    self._keywords = KeywordIndex()
+                    self._keywords.sync(self._registry)
         return GraphRetriever.from_embeddings(
             self._embedding, graph=self._graph, node_vectors=self._vectors, passage_vectors=self._passages,
             registry=self._registry, llm=self._llm, reranker=self._reranker, fact_vectors=self._facts,
-            fact_ends=self._fact_lookup, **fields,
+            fact_ends=self._fact_lookup, keyword_index=self._keywords, **fields,
         )
 
     def _fact_lookup(self, keys: list[int]) -> FactEnds:

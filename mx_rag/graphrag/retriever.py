@@ -15,9 +15,11 @@ Three modes (``mode=``):
   nearest to the question also link their two entities, each with the mean similarity of its
   facts (HippoRAG 2's query-to-triple linking); ``name_links=False`` drops the names found in
   the question (with ``retrieval_top_k`` and ``fact_top_k`` the linking is HippoRAG 2's alone).
-* ``"mix"`` (LightRAG's mix mode): the graph ranking fused with the dense ranking by
-  reciprocal rank fusion, the graph's ranks weighted ``mix_weight`` and the dense ones
-  ``1 - mix_weight``.
+* ``"mix"`` (LightRAG's mix mode, with a keyword side): the graph ranking fused by reciprocal
+  rank fusion with the dense ranking and with the ``keyword_top_k`` passages that best match the
+  question's words (BM25 over the chunk texts: ``mx_rag.graphrag.keywords``), the graph's ranks
+  weighted ``mix_weight`` and the dense and keyword ones ``1 - mix_weight`` each
+  (``keyword_top_k=0``: graph and dense only).
 * ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
@@ -43,6 +45,7 @@ from pydantic import ConfigDict
 
 from mx_rag.graphrag.explain import explanation
 from mx_rag.graphrag.graph_store import GraphStore, Subgraph
+from mx_rag.graphrag.keywords import KeywordIndex
 from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
@@ -120,6 +123,8 @@ class GraphRetriever(CallSettingsRetriever):
     fact_top_k: int = 0
     name_links: bool = True
     mix_weight: float = 0.5
+    keyword_index: KeywordIndex | None = None
+    keyword_top_k: int = 50
     subject_links: int = 1
 
     @classmethod
@@ -180,7 +185,9 @@ class GraphRetriever(CallSettingsRetriever):
         chunks = ranking.chunks
         if self.mode == "mix":
             fused: dict[str, float] = {}
-            for ranked, weight in ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight)):
+            lists = ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight),
+                     (self._keywords(query), 1.0 - self.mix_weight))  # fmt: skip
+            for ranked, weight in lists:
                 for rank, chunk in enumerate(ranked):
                     fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
             chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
@@ -205,6 +212,14 @@ class GraphRetriever(CallSettingsRetriever):
         scores, ids = self.passage_vectors.search([vector], k=self.dense_top_k)
         chunks = self.registry.by_number(ids[0])
         return {chunks[n]: float(s) for s, n in zip(scores[0], ids[0], strict=True) if n in chunks}
+
+    def _keywords(self, query: str) -> list[str]:
+        """Chunk ids of the ``keyword_top_k`` passages that best match the question's words."""
+        if self.keyword_index is None or not self.keyword_top_k:
+            return []
+        numbers = self.keyword_index.search(query, self.keyword_top_k)
+        chunks = self.registry.by_number(numbers)
+        return [chunks[n] for n in numbers if n in chunks]
 
     def _fact_seeds(self, vector: list[float]) -> dict[str, float]:
         """Entity name -> the mean similarity of the ``fact_top_k`` facts nearest to the question
