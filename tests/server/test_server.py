@@ -573,3 +573,26 @@ def test_deleting_a_document_keeps_a_users_own_file(served: Served, tmp_path: Pa
         assert "notes.txt" not in {d["name"] for d in client.get(f"/v1/knowledge-bases/{KB}/documents").json()[
             "documents"]}
     assert own.read_text(encoding="utf-8").startswith("The spare keys")
+
+
+def test_a_data_folder_opens_with_the_embedding_model_that_built_it(tmp_path: Path) -> None:
+    """A folder built with MiniLM (the default before e5) keeps answering with it when no model is
+    configured; naming another model for it is refused, and a new folder gets the default."""
+    from mx_rag.errors import KnowledgeError
+    from mx_rag.server.keys import Principal
+
+    alice = Principal(ALICE, admin=True)
+    old = KnowledgeService(load_settings(data_dir=tmp_path / "old", embedding={"model": "all-MiniLM-L6-v2"}))
+    old.create(alice, "notes")
+    old.close()
+    reopened = KnowledgeService(load_settings(data_dir=tmp_path / "old"))
+    assert reopened.embedding_model == "all-MiniLM-L6-v2"
+    assert reopened.describe(alice, "notes")["documents"] == []
+    reopened.close()
+    other = KnowledgeService(load_settings(data_dir=tmp_path / "old", embedding={"model": "multilingual-e5-small"}))
+    with pytest.raises(KnowledgeError, match="built with the embedding model 'all-minilm-l6-v2'"):
+        other.open(alice, "notes")
+    other.close()
+    new = KnowledgeService(load_settings(data_dir=tmp_path / "new"))
+    assert new.embedding_model == "multilingual-e5-small"
+    new.close()
