@@ -19,7 +19,7 @@ line, question: ``_user_content_builder``):
 
   - ``mx_rag``: what ``mxrag ask`` does without options: the server's default chain
     (``[chain] type``, ``hybrid``: dense multilingual-e5-small + SQLite FTS5 fused by RRF with
-    ``[chain] dense_weight``, ``fetch_k`` and ``subject_links``) at ``[chain] k`` (5),
+    ``[chain] dense_weight`` and ``subject_links``, 4k candidates a side) at ``[chain] k`` (5),
     ``SingleText2TextChain``;
   - ``langchain``: ``HuggingFaceEmbeddings`` (the same model, with e5's ``query: `` / ``passage: ``
     prompts), langchain-community ``FAISS``, ``as_retriever(k=5)``, a ``ChatPromptTemplate`` with
@@ -36,7 +36,7 @@ line, question: ``_user_content_builder``):
   paragraphs among the 5 passages given to the LLM; Chinese: the answer's anchor in one of them,
   whitespace ignored) and seconds per question.
 * ``main_job``: the README's question ("Which file stores the vectors by default?") over this
-  repository's docs/*.md in a fresh ``LocalKnowledge`` (all-MiniLM-L6-v2, k=3), answered by
+  repository's docs/*.md in a fresh ``LocalKnowledge`` (its default embedding, k=3), answered by
   ``SingleText2TextChain``; right when the answer names ``faiss.index``.
 
 Output: JSON lines on stdout (an environment line, one line per model and task with the scores
@@ -288,8 +288,7 @@ class _Pipelines:
         self.retrievers = {
             "mx_rag": HybridRetriever(
                 vector_store=store, document_store=self.docstore, embed_func=embedding.embed_documents, k=POOLED_K,
-                fetch_k=max(chain.fetch_k, POOLED_K), dense_weight=chain.dense_weight,
-                subject_links=chain.subject_links,
+                dense_weight=chain.dense_weight, subject_links=chain.subject_links,
             ),
             "langchain": lc_store.as_retriever(search_kwargs={"k": POOLED_K}),
         }
