@@ -18,11 +18,9 @@ import sqlite3
 import threading
 
 from mx_rag.graphrag.registry import ChunkRegistry
-from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
+from mx_rag.storage.document_store.text_tokens import FTS5_TOKENIZER, fts5_match, index_tokens, query_tokens
 
 __all__ = ["KeywordIndex"]
-
-TOKENIZER = "unicode61 remove_diacritics 2"  # as the document stores' FTS5 index
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +33,7 @@ class KeywordIndex:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._numbers: set[int] = set()
         try:
-            self._db.execute(f"CREATE VIRTUAL TABLE chunks USING fts5(tokens, tokenize = '{TOKENIZER}')")
+            self._db.execute(f"CREATE VIRTUAL TABLE chunks USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}')")
             self.available = True
         except sqlite3.OperationalError as exc:
             logger.warning("graph keyword search is unavailable (%s): mode 'mix' fuses graph and dense only", exc)
@@ -63,9 +61,9 @@ class KeywordIndex:
         tokens = query_tokens(query)
         if not tokens or not self.available or top_k < 1:
             return []
-        match = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
         with self._lock:
             rows = self._db.execute(
-                "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY bm25(chunks), rowid LIMIT ?", (match, top_k)
+                "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY bm25(chunks), rowid LIMIT ?",
+                (fts5_match(tokens), top_k),
             ).fetchall()
         return [int(row[0]) for row in rows]

@@ -45,7 +45,7 @@ from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
-from mx_rag.storage.document_store.text_tokens import index_tokens
+from mx_rag.storage.document_store.text_tokens import FTS5_TOKENIZER, fts5_match, index_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class Fts5Index(FullTextIndex):
             return
         try:
             conn.exec_driver_sql(
-                f"CREATE VIRTUAL TABLE {self.name} USING fts5(tokens, tokenize = 'unicode61 remove_diacritics 2')"
+                f"CREATE VIRTUAL TABLE {self.name} USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}')"
             )
         except OperationalError as exc:
             if "fts5" not in str(exc):
@@ -179,7 +179,7 @@ class Fts5Index(FullTextIndex):
     def ranked(
         self, table: Table, tokens: Sequence[str], top_k: int, document_ids: Sequence[int] | None
     ) -> Select[Any]:
-        match = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
+        match = fts5_match(tokens)
         chunk_id = self.fts.c.rowid.label("id")
         score = (-func.bm25(literal_column(self.name))).label("score")
         query = (

@@ -28,12 +28,13 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mx_rag.utils.lazy import extra_import
 
-__all__ = ["has_han", "index_tokens", "query_tokens", "warm_up"]
+__all__ = ["FTS5_TOKENIZER", "fts5_match", "has_han", "index_tokens", "query_tokens", "warm_up"]
 
 logger = logging.getLogger(__name__)
 
@@ -159,3 +160,11 @@ def query_tokens(query: str) -> list[str]:
     seen = dict.fromkeys(tokenize(query))
     kept = [t for t in seen if t not in STOPWORDS] or list(seen)
     return kept[:MAX_QUERY_TOKENS]
+
+
+FTS5_TOKENIZER = "unicode61 remove_diacritics 2"  # over index_tokens' output: words already split
+
+
+def fts5_match(tokens: Sequence[str]) -> str:
+    """An FTS5 MATCH expression: any of ``tokens``, each quoted so that query syntax in it is inert."""
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
