@@ -20,10 +20,11 @@ line, question: ``_user_content_builder``):
   - ``mx_rag``: what ``mxrag ask`` does without options: the server's default chain
     (``[chain] type``, ``hybrid``: dense multilingual-e5-small + SQLite FTS5 fused by RRF with
     ``[chain] dense_weight`` and ``subject_links``, 4k candidates a side) at ``[chain] k`` (5),
-    ``SingleText2TextChain``;
+    ``SingleText2TextChain`` with the served layout (``question_first_content``: the question,
+    the passages, the instruction, the question);
   - ``langchain``: ``HuggingFaceEmbeddings`` (the same model, with e5's ``query: `` / ``passage: ``
     prompts), langchain-community ``FAISS``, ``as_retriever(k=5)``, a ``ChatPromptTemplate`` with
-    the same layout and ``ChatOpenAI``.
+    the plain layout (the passages, the instruction, the question) and ``ChatOpenAI``.
 
   Both answer with the short-answer instruction (the Chinese set: the Chinese one). Data: the
   first ``--pooled`` questions (default 100) of HotpotQA (994 pooled paragraphs) and MuSiQue
@@ -36,8 +37,9 @@ line, question: ``_user_content_builder``):
   paragraphs among the 5 passages given to the LLM; Chinese: the answer's anchor in one of them,
   whitespace ignored) and seconds per question.
 * ``main_job``: the README's question ("Which file stores the vectors by default?") over this
-  repository's docs/*.md in a fresh ``LocalKnowledge`` (its default embedding, k=3), answered by
-  ``SingleText2TextChain``; right when the answer names ``faiss.index``.
+  repository's docs/*.md in a fresh ``LocalKnowledge`` (its default embedding and retriever),
+  answered by ``SingleText2TextChain`` as ``mxrag ask`` does (``answer_prompt``,
+  ``question_first_content``); right when the answer names ``faiss.index``.
 
 Output: JSON lines on stdout (an environment line, one line per model and task with the scores
 and seconds per question, and ``peak_rss_mb`` of this process, llama.cpp included). Slow on 2
@@ -197,14 +199,17 @@ def chinese(llm: Any) -> dict[str, Any]:
 
 def main_job(llm: Any) -> dict[str, Any]:
     from mx_rag.chain import SingleText2TextChain
+    from mx_rag.chain.single_text_to_text import question_first_content
     from mx_rag.knowledge.local import LocalKnowledge
     from mx_rag.llm import LLMParameterConfig
+    from mx_rag.server.answers import answer_prompt
 
     docs = sorted((ROOT / "docs").glob("*.md"))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-answers-") as work:
         kb = LocalKnowledge.open(work, white_paths=[str(ROOT / "docs")])
         kb.sync(docs)
-        chain = SingleText2TextChain(retriever=kb.retriever(k=3), llm=llm)
+        chain = SingleText2TextChain(retriever=kb.retriever(), llm=llm, prompt=answer_prompt(MAIN_QUESTION),
+                                     user_content_builder=question_first_content)
         started = time.monotonic()
         result = chain.query(MAIN_QUESTION, LLMParameterConfig(max_tokens=128, temperature=0))
         assert isinstance(result, dict)
@@ -325,11 +330,13 @@ class _Pipelines:
         from langchain_core.runnables import RunnablePassthrough
 
         from mx_rag.chain import SingleText2TextChain
+        from mx_rag.chain.single_text_to_text import question_first_content
         from mx_rag.llm import LLMParameterConfig
 
         started = time.monotonic()
         if system == "mx_rag":
-            chain = SingleText2TextChain(llm=self.llm, retriever=self.retrievers["mx_rag"], prompt=instruction)
+            chain = SingleText2TextChain(llm=self.llm, retriever=self.retrievers["mx_rag"], prompt=instruction,
+                                         user_content_builder=question_first_content)
             result = chain.query(question, LLMParameterConfig(max_tokens=max_tokens, temperature=0))
             assert isinstance(result, dict)
             passages = [doc["page_content"] for doc in result["source_documents"]]

@@ -15,11 +15,12 @@ from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.protocol import LLMLike, chat_llm
 from mx_rag.llm.text2text import _check_sys_messages
 from mx_rag.reranker.reranker import Reranker
+from mx_rag.storage.document_store.text_tokens import has_han
 from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
 from mx_rag.utils.lazy import lazy_exports
 
-__all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder"]
+__all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder", "question_first_content"]
 
 DEFAULT_RAG_PROMPT = (
     "根据上述已知信息，简洁和专业地回答用户的问题。如果无法从已知信息中得到答案，请根据自身经验做出回答"
@@ -46,6 +47,30 @@ def _user_content_builder(query: str, docs: list[Document], prompt: str) -> str:
     if final_prompt != "":
         final_prompt += DOCUMENT_SEPARATOR
     return final_prompt + query
+
+
+def question_first_content(query: str, docs: list[Document], prompt: str) -> str:
+    """The served layout: ``Question: q ⏎⏎ doc1 ⏎⏎ … docN ⏎⏎ prompt ⏎⏎ Question: q`` (``问题：`` for Chinese).
+
+    A small model reads the passages with the question in mind: the embedded 1.5B answered
+    ``make run``'s question from the same five passages right this way and wrong without the
+    question first (docs/benchmarks.md, "The question before the passages"). Without documents it is
+    the query alone, as the default.
+
+    >>> print(question_first_content("Why?", [Document(page_content="Because.")], "Answer."))
+    Question: Why?
+    <BLANKLINE>
+    Because.
+    <BLANKLINE>
+    Answer.
+    <BLANKLINE>
+    Question: Why?
+    """
+    if not docs:
+        return query
+    question = ("问题：" if has_han(query) else "Question: ") + query
+    parts = [question, *(doc.page_content for doc in docs), *([prompt] if prompt else []), question]
+    return DOCUMENT_SEPARATOR.join(parts)
 
 
 def source_documents(docs: list[Document]) -> list[dict[str, Any]]:

@@ -115,6 +115,7 @@ class Answerer:
 
     def chain(self, who: Principal, kb: str, chain: str, question: Question, k: int | None) -> Any:
         from mx_rag.chain import GraphRagText2TextChain, ParallelText2TextChain, SingleText2TextChain
+        from mx_rag.chain.single_text_to_text import question_first_content
 
         if chain == "graph":
             if not self.service.is_graph(who, kb):
@@ -127,10 +128,11 @@ class Answerer:
         if chain == "corag":
             return CoRagChain(self.llm, self._retriever(who, kb, "single", k), k or self.service.settings.chain.k)
         retriever = self._retriever(who, kb, chain, k)
-        kind = ParallelText2TextChain if chain == "parallel" else SingleText2TextChain
-        return kind(llm=self.llm, retriever=retriever, reranker=self.service.reranker(),
-                    prompt=answer_prompt(question.text),
-                    sys_messages=question.history or None)
+        common = {"llm": self.llm, "retriever": retriever, "reranker": self.service.reranker(),
+                  "prompt": answer_prompt(question.text), "sys_messages": question.history or None}
+        if chain == "parallel":  # its own layout puts the question first too (the warm-up's prefix)
+            return ParallelText2TextChain(**common)
+        return SingleText2TextChain(**common, user_content_builder=question_first_content)
 
     def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:
         settings = self.service.settings.chain

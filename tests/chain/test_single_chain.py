@@ -7,7 +7,7 @@ import pytest
 from langchain_core.documents import Document
 
 from mx_rag.chain import SingleText2TextChain
-from mx_rag.chain.single_text_to_text import DEFAULT_RAG_PROMPT, _user_content_builder
+from mx_rag.chain.single_text_to_text import DEFAULT_RAG_PROMPT, _user_content_builder, question_first_content
 from mx_rag.errors import ParameterError
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
 from mx_rag.reranker import Reranker
@@ -22,6 +22,15 @@ def test_default_builder_matches_the_documented_layout() -> None:
     assert _user_content_builder("q?", copy.deepcopy(docs), "PROMPT") == "doc one\n\ndoc two\n\nPROMPT\n\nq?"
     assert _user_content_builder("q?", [], "PROMPT") == "q?"
     assert _user_content_builder("q?", copy.deepcopy(docs), "") == "doc one\n\ndoc two\n\nq?"
+
+
+def test_question_first_layout_labels_the_question_in_its_language() -> None:
+    """The served layout: the question, the documented layout, the question again (only the query without docs)."""
+    docs = [Document(page_content="d1"), Document(page_content="d2")]
+    assert question_first_content("q?", docs, "P") == "Question: q?\n\nd1\n\nd2\n\nP\n\nQuestion: q?"
+    assert question_first_content("哪个文件？", docs, "P") == "问题：哪个文件？\n\nd1\n\nd2\n\nP\n\n问题：哪个文件？"
+    assert question_first_content("q?", [], "P") == "q?"
+    assert [d.page_content for d in docs] == ["d1", "d2"]  # the documents are not changed
 
 
 def test_query_sends_documents_prompt_and_question(llm: Text2TextLLM, retriever: Retriever,

@@ -166,12 +166,15 @@ def test_openai_chat_answers_through_the_knowledge_base(openai_client: Any, chai
 @pytest.mark.parametrize(("question", "chinese"), [(QUESTION, False), ("Zorblax 反应堆用什么燃料？", True)])
 def test_the_answer_instruction_is_in_the_questions_language(openai_client: Any, question: str,
                                                               chinese: bool) -> None:
+    """The question comes before the passages and again after the instruction, labelled in its language."""
     from mx_rag.server.answers import ANSWER_PROMPT, ANSWER_PROMPT_ZH
 
     completion = openai_client.chat.completions.create(model=KB, messages=[{"role": "user", "content": question}])
-    prompt = completion.choices[0].message.content  # the scripted LLM echoes the prompt it was sent
-    assert question in prompt
+    prompt = completion.choices[0].message.content.removeprefix("echo: ")  # the scripted LLM echoes the prompt
+    instruction, label = (ANSWER_PROMPT_ZH, "问题：") if chinese else (ANSWER_PROMPT, "Question: ")
     assert (ANSWER_PROMPT_ZH in prompt) is chinese and (ANSWER_PROMPT in prompt) is not chinese
+    assert prompt.startswith(label + question + "\n\n") and prompt.endswith(instruction + "\n\n" + label + question)
+    assert "molten salt" in prompt[len(label + question):prompt.index(instruction)]  # the passages in between
 
 
 @pytest.mark.slow
