@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +34,11 @@ SERVE_TIMEOUT = 120.0
 os.environ.setdefault("MXRAG_LLM_MODEL", "smollm2")
 STOP_TIMEOUT = 10.0
 MODEL_ALIAS = "smollm2"
+# The Ctrl-C tests send real SIGINTs, to this process and to the commands it starts. A shell that
+# starts a suite in the background (`make test &`, nohup) ignores SIGINT for it, and children
+# inherit an ignored signal: Python's own handler again (which a command's exec resets to default).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
