@@ -378,11 +378,12 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
                                          encode_kwargs={"prompt": PROMPTS["document"], "normalize_embeddings": True},
                                          query_encode_kwargs={"prompt": PROMPTS["query"],
                                                               "normalize_embeddings": True})
+    wanted = set(args.sets.split(","))
     sets: list[tuple[str, list[str] | None, list[dict[str, Any]]]] = [
-        (name, *_english_set(name, args.pooled)) for name in ("hotpotqa", "musique") if args.pooled
+        (name, *_english_set(name, args.pooled)) for name in ("hotpotqa", "musique") if args.pooled and name in wanted
     ]
     zh = [{"question": q, "anchor": _squeeze(a), "accepted": acc} for q, a, acc in CHINESE[: args.chinese]]
-    if zh:
+    if zh and "chinese" in wanted:
         sets.append(("chinese", None, zh))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-pooled-") as work:
         for name, texts, questions in sets:
@@ -408,6 +409,9 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
                             score["f1"] += f1_score(answer, item["answer"])
                             score["contains"] += contains_answer(answer, item["answer"])
                             score["recall_at_5"] += len(item["gold"] & set(passages)) / len(item["gold"])
+                    done = {system: round(score["f1" if name != "chinese" else "contains"] / (turn + 1), 3)
+                            for system, score in scores.items()}
+                    print(f"{name} {turn + 1}/{len(questions)} running score {done}", file=sys.stderr, flush=True)
                 n = len(questions)
                 for system, score in scores.items():
                     line = {key: round(value / n, 3) for key, value in score.items() if key != "seconds"}
@@ -467,6 +471,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="hotpotqa,chinese,main_job", help="also: pooled")
     parser.add_argument("--pooled", type=int, default=100, help="pooled: HotpotQA and MuSiQue questions each")
     parser.add_argument("--chinese", type=int, default=30, help="pooled: Chinese questions (at most 30)")
+    parser.add_argument("--sets", default="hotpotqa,musique,chinese", help="pooled: which sets to run")
     args = parser.parse_args()
     emit(
         {

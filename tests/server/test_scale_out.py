@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from pymilvus import MilvusClient
+from pymilvus import DataType, MilvusClient
 from sqlalchemy import create_engine, text
 
 from mx_rag.errors import ParameterError
@@ -323,6 +323,39 @@ def test_milvusdb_on_a_milvus_2_3_server(milvus_server: MilvusServer) -> None:
         for name in names:
             if client.has_collection(name):
                 client.drop_collection(name)
+        client.close()
+
+
+def test_a_collection_another_server_is_still_indexing_is_waited_for(milvus_server: MilvusServer) -> None:
+    """Create, index and load are separate Milvus calls: a server that finds the shared collection
+    between the first two (another one is starting) waits for the index instead of failing on
+    load with "index not found" (seen when three servers started together)."""
+    client = MilvusClient(uri=milvus_server.uri)
+    name = f"midway_{uuid.uuid4().hex[:8]}"
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=16)
+    schema.add_field("document_id", DataType.INT64)
+    client.create_collection(name, schema=schema, consistency_level="Strong")  # the first server, before its index
+    try:
+        assert client.list_indexes(name) == []
+
+        def finish_indexing() -> None:
+            indexes = client.prepare_index_params()
+            indexes.add_index(field_name="vector", index_name="dense_index", index_type="FLAT", metric_type="IP")
+            client.create_index(name, indexes)
+
+        later = threading.Timer(1.0, finish_indexing)
+        later.start()
+        try:
+            store = MilvusDB.create(client=client, collection_name=name, metric_type="IP", auto_flush=False)
+        finally:
+            later.join()
+        data = np.eye(16, dtype=np.float32)[:3]
+        store.add([1, 2, 3], data, document_id=1)
+        assert store.search(data[2:], k=1)[1] == [[3]]
+    finally:
+        client.drop_collection(name)
         client.close()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -29,6 +30,7 @@ MAX_DIM = 32768
 ID_BATCH = 4096  # ids per "id in [...]" expression
 INSERT_BYTES = 16 * 1024 * 1024  # vector bytes per insert request (gRPC messages are capped)
 ITERATOR_BATCH = 1000
+INDEX_WAIT_S = 30.0  # how long an existing collection may still be getting its indexes (see _await_indexes)
 Rows = tuple[list[list[float]], list[list[int]]]
 Texts = list[str] | None
 Metas = list[dict[str, Any]] | None
@@ -120,6 +122,7 @@ class MilvusDB(VectorStore):
         ``params``: ``{"dense": {...}, "sparse": {...}}`` index build parameters.
         """
         if self.has_collection(self._collection):
+            self._await_indexes()
             with self._call("load_collection"):
                 self._client.load_collection(self._collection)
             return
@@ -332,6 +335,23 @@ class MilvusDB(VectorStore):
                 yield
         except self._error as exc:
             raise StorageError(f"Milvus {action} on collection {self._collection!r} failed: {exc}") from exc
+
+    def _await_indexes(self) -> None:
+        """Wait (bounded) until the collection has an index per vector field.
+
+        Another process may have just created the collection and still be building its indexes
+        (create, then index, then load are separate calls); loading before then fails with
+        "index not found". A collection that never gets them is loaded anyway, so its error shows.
+        """
+        wanted = (self._mode in DENSE_MODES) + (self._mode in SPARSE_MODES)
+        deadline = time.monotonic() + INDEX_WAIT_S
+        while True:
+            with self._call("list_indexes"):
+                if len(self._client.list_indexes(self._collection)) >= wanted:
+                    return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.2)
 
     def _require(self, modes: tuple[SearchMode, ...], what: str) -> None:
         if self._mode not in modes:
