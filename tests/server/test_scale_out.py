@@ -359,6 +359,23 @@ def test_a_collection_another_server_is_still_indexing_is_waited_for(milvus_serv
         client.close()
 
 
+def test_servers_creating_one_collection_at_once_all_open_it(milvus_server: MilvusServer) -> None:
+    name = f"together_{uuid.uuid4().hex[:8]}"
+    clients = [MilvusClient(uri=milvus_server.uri) for _ in range(4)]
+    try:
+        with ThreadPoolExecutor(len(clients)) as pool:
+            stores = list(pool.map(lambda c: MilvusDB.create(client=c, collection_name=name, x_dim=16,
+                                                             metric_type="IP", auto_flush=False), clients))
+        data = np.eye(16, dtype=np.float32)[:2]
+        stores[0].add([1, 2], data, document_id=1)
+        assert [store.search(data[1:], k=1)[1] for store in stores] == [[[2]]] * 4
+        assert clients[0].list_indexes(name) == ["dense_index"]
+    finally:
+        clients[0].drop_collection(name)
+        for client in clients:
+            client.close()
+
+
 def test_server_versions_are_told_apart() -> None:
     assert is_lite("milvus_lite-3.2.2") and not is_lite("v2.3.5-lite") and not is_lite("v2.5.4")
     assert in_expr("id", [1], "v2.3.5-lite") == ("id in [1]", {})

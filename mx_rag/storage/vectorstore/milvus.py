@@ -30,7 +30,7 @@ MAX_DIM = 32768
 ID_BATCH = 4096  # ids per "id in [...]" expression
 INSERT_BYTES = 16 * 1024 * 1024  # vector bytes per insert request (gRPC messages are capped)
 ITERATOR_BATCH = 1000
-INDEX_WAIT_S = 30.0  # how long an existing collection may still be getting its indexes (see _await_indexes)
+INDEX_WAIT_S = 30.0  # how long an existing collection may still be getting its indexes (see _open_existing)
 Rows = tuple[list[list[float]], list[list[int]]]
 Texts = list[str] | None
 Metas = list[dict[str, Any]] | None
@@ -122,9 +122,7 @@ class MilvusDB(VectorStore):
         ``params``: ``{"dense": {...}, "sparse": {...}}`` index build parameters.
         """
         if self.has_collection(self._collection):
-            self._await_indexes()
-            with self._call("load_collection"):
-                self._client.load_collection(self._collection)
+            self._open_existing()
             return
         dim = check_int("x_dim", x_dim, 1, MAX_DIM) if self._mode in DENSE_MODES else None
         server = self._server_version()
@@ -139,7 +137,7 @@ class MilvusDB(VectorStore):
             metric=self._metric,
             params=schema_.build_params(schema_.check_index_params(params), self._mode, index_type, server),
         )
-        with self._call("create_collection"):
+        with self._call("create_collection"):  # Milvus takes a second identical create as done
             self._client.create_collection(
                 self._collection, schema=schema, index_params=indexes, consistency_level="Strong"
             )
@@ -336,8 +334,8 @@ class MilvusDB(VectorStore):
         except self._error as exc:
             raise StorageError(f"Milvus {action} on collection {self._collection!r} failed: {exc}") from exc
 
-    def _await_indexes(self) -> None:
-        """Wait (bounded) until the collection has an index per vector field.
+    def _open_existing(self) -> None:
+        """Load the collection once it has an index per vector field (waiting up to INDEX_WAIT_S).
 
         Another process may have just created the collection and still be building its indexes
         (create, then index, then load are separate calls); loading before then fails with
@@ -348,10 +346,12 @@ class MilvusDB(VectorStore):
         while True:
             with self._call("list_indexes"):
                 if len(self._client.list_indexes(self._collection)) >= wanted:
-                    return
+                    break
             if time.monotonic() >= deadline:
-                return
+                break
             time.sleep(0.2)
+        with self._call("load_collection"):
+            self._client.load_collection(self._collection)
 
     def _require(self, modes: tuple[SearchMode, ...], what: str) -> None:
         if self._mode not in modes:
