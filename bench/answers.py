@@ -43,13 +43,18 @@ line, question: ``_user_content_builder``):
 
 Output: JSON lines on stdout (an environment line, one line per model and task with the scores
 and seconds per question, and ``peak_rss_mb`` of this process, llama.cpp included). Slow on 2
-cores: ``--hotpot 10`` is a reduced run (say so when you quote it).
+cores: ``--hotpot 10`` is a reduced run (say so when you quote it). ``pooled`` appends each
+answer with its scores to ``--records`` (``bench/results/answers-pooled.jsonl``: model, commit,
+set, system, question, answer) and skips questions already there, so a run of hours can be
+stopped and resumed; its lines average every recorded question of the sets asked for (``n``).
+Delete the file's lines for a model to measure it afresh after a change to either pipeline.
 
 Run::
 
     .venv/bin/python bench/answers.py                                   # the default model
     .venv/bin/python bench/answers.py --models qwen2.5-coder-1.5b,smollm2 --hotpot 10
     .venv/bin/python bench/answers.py --tasks pooled --pooled 100     # about 2 h 30 min on 2 idle cores
+    .venv/bin/python bench/answers.py --tasks pooled --sets musique   # one set (resumes from --records)
 """
 
 from __future__ import annotations
@@ -59,13 +64,14 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _harness import ROOT, emit, loadavg_1m
+from _harness import CACHE_DIR, ROOT, cached_vectors, emit, loadavg_1m
 from langchain_core.documents import Document
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -77,6 +83,7 @@ HOTPOT_CORPUS = SHARED / "multihop" / "hotpotqa_train_corpus.json"
 ZH_PDF = SHARED / "docs" / "debian-reference" / "debian-reference.zh-cn.pdf"
 SHORT_ANSWER_ZH = "请只根据上述信息，用一个简短的词语回答问题（名称、文件路径、命令或数字），不要解释。"
 POOLED_K = 5
+RECORDS = ROOT / "bench" / "results" / "answers-pooled.jsonl"
 SHORT_ANSWER = (
     "Answer the question from the passages above with a short phrase only (a name, a date, a number, "
     "or yes or no), no explanation."
@@ -264,6 +271,7 @@ class _Pipelines:
         from langchain_community.vectorstores import FAISS
         from langchain_openai import ChatOpenAI
 
+        from mx_rag.knowledge.store import DEFAULT_EMBEDDING
         from mx_rag.llm import Text2TextLLM
         from mx_rag.retrievers import HybridRetriever
         from mx_rag.server.settings import ServerSettings
@@ -279,9 +287,9 @@ class _Pipelines:
             lc_store = FAISS.from_texts(lc_texts, lc_embedding)
         else:
             mx_texts = lc_texts = texts
-        started = time.monotonic()
-        vectors = embedding.embed_documents(mx_texts)
-        self.embed_s = round(time.monotonic() - started, 1)
+        matrix, seconds = cached_vectors(embedding.embed_documents, DEFAULT_EMBEDDING, mx_texts, CACHE_DIR, name)
+        vectors = matrix.tolist()
+        self.embed_s = None if seconds is None else round(seconds, 1)  # None: vectors from an earlier run
         if texts is not None:  # the same vectors in LangChain's store
             lc_store = FAISS.from_embeddings(list(zip(texts, vectors, strict=True)), lc_embedding)
         self.docstore = SQLiteDocstore(work / f"{name}.db")
@@ -385,54 +393,71 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
     zh = [{"question": q, "anchor": _squeeze(a), "accepted": acc} for q, a, acc in CHINESE[: args.chinese]]
     if zh and "chinese" in wanted:
         sets.append(("chinese", None, zh))
+    records = _Records(args.records, common["model"])
+    systems = ("mx_rag", "langchain")
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-pooled-") as work:
         for name, texts, questions in sets:
-            pipes = _Pipelines(server, embedding, lc_embedding, Path(work), name, texts)
+            pipes = None
             try:
-                scores = {
-                    system: {"em": 0.0, "f1": 0.0, "contains": 0.0, "recall_at_5": 0.0, "seconds": 0.0}
-                    for system in ("mx_rag", "langchain")
-                }
                 for turn, item in enumerate(questions):
-                    systems = ("mx_rag", "langchain") if turn % 2 == 0 else ("langchain", "mx_rag")
-                    for system in systems:
+                    for system in systems if turn % 2 == 0 else systems[::-1]:
+                        if records.get(name, system, item["question"]) is not None:
+                            continue  # answered by an earlier run
+                        pipes = pipes or _Pipelines(server, embedding, lc_embedding, Path(work), name, texts)
                         instruction = SHORT_ANSWER_ZH if name == "chinese" else SHORT_ANSWER
                         answer, passages, took = pipes.ask(system, item["question"], instruction, 48)
-                        score = scores[system]
-                        score["seconds"] += took
                         if name == "chinese":
-                            right = any(form in answer.lower() for form in item["accepted"])
-                            score["contains"] += right
-                            score["recall_at_5"] += any(item["anchor"] in _squeeze(p) for p in passages)
+                            score = {"right": float(any(form in answer.lower() for form in item["accepted"])),
+                                     "recall_at_5": float(any(item["anchor"] in _squeeze(p) for p in passages))}
                         else:
-                            score["em"] += exact_match(answer, item["answer"])
-                            score["f1"] += f1_score(answer, item["answer"])
-                            score["contains"] += contains_answer(answer, item["answer"])
-                            score["recall_at_5"] += len(item["gold"] & set(passages)) / len(item["gold"])
-                    done = {system: round(score["f1" if name != "chinese" else "contains"] / (turn + 1), 3)
-                            for system, score in scores.items()}
-                    print(f"{name} {turn + 1}/{len(questions)} running score {done}", file=sys.stderr, flush=True)
-                n = len(questions)
-                for system, score in scores.items():
-                    line = {key: round(value / n, 3) for key, value in score.items() if key != "seconds"}
-                    if name == "chinese":
-                        line = {"right": round(score["contains"] / n, 3), "recall_at_5": line["recall_at_5"]}
-                    emit(
-                        {
-                            **common,
-                            "task": "pooled",
-                            "set": name,
-                            "system": system,
-                            "n": n,
-                            "corpus_chunks": pipes.chunks[system],
-                            **line,
-                            "seconds_per_question": round(score["seconds"] / n, 1),
-                            "embed_corpus_s": pipes.embed_s,
-                            "loadavg_1m": loadavg_1m(),
-                        }
-                    )
+                            score = {"em": exact_match(answer, item["answer"]), "f1": f1_score(answer, item["answer"]),
+                                     "contains": contains_answer(answer, item["answer"]),
+                                     "recall_at_5": len(item["gold"] & set(passages)) / len(item["gold"])}
+                        records.add({"set": name, "system": system, "question": item["question"], "answer": answer,
+                                     **score, "seconds": round(took, 1), "chunks": pipes.chunks[system],
+                                     "embed_corpus_s": pipes.embed_s, "loadavg_1m": loadavg_1m()})
+                    print(f"{name} {turn + 1}/{len(questions)}", file=sys.stderr, flush=True)
             finally:
-                pipes.close()
+                if pipes is not None:
+                    pipes.close()
+            for system in systems:
+                rows = [records.get(name, system, item["question"]) for item in questions]
+                done = [row for row in rows if row is not None]
+                if not done:
+                    continue
+                keys = [key for key in ("em", "f1", "contains", "right", "recall_at_5") if key in done[0]]
+                emit({
+                    **common, "task": "pooled", "set": name, "system": system, "n": len(done),
+                    "corpus_chunks": done[-1]["chunks"],
+                    **{key: round(sum(row[key] for row in done) / len(done), 3) for key in keys},
+                    "seconds_per_question": round(sum(row["seconds"] for row in done) / len(done), 1),
+                    "records": str(args.records),
+                })
+
+
+class _Records:
+    """Per-question results in a JSON-lines file, so that a long run resumes where it stopped."""
+
+    def __init__(self, path: Path, model: str) -> None:
+        self.path, self.model = path, model
+        self.commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                     text=True, check=False).stdout.strip()
+        self.rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                if row["model"] == model:
+                    self.rows[row["set"], row["system"], row["question"]] = row
+
+    def get(self, name: str, system: str, question: str) -> dict[str, Any] | None:
+        return self.rows.get((name, system, question))
+
+    def add(self, row: dict[str, Any]) -> None:
+        row = {"model": self.model, "commit": self.commit, **row}
+        self.rows[row["set"], row["system"], row["question"]] = row
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def run_model(name: str, args: argparse.Namespace) -> None:
@@ -472,6 +497,8 @@ def main() -> None:
     parser.add_argument("--pooled", type=int, default=100, help="pooled: HotpotQA and MuSiQue questions each")
     parser.add_argument("--chinese", type=int, default=30, help="pooled: Chinese questions (at most 30)")
     parser.add_argument("--sets", default="hotpotqa,musique,chinese", help="pooled: which sets to run")
+    parser.add_argument("--records", type=Path, default=RECORDS,
+                        help="pooled: per-question results; questions already there are not asked again")
     args = parser.parse_args()
     emit(
         {
