@@ -49,12 +49,9 @@ def _load(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def ask_orders(count: int, out: Path) -> None:
-    from langchain_huggingface import HuggingFaceEmbeddings
-
     from mx_rag.chain.single_text_to_text import question_first_content
     from mx_rag.corag.metrics import contains_answer, exact_match, f1_score
     from mx_rag.embedding.local import TextEmbedding
-    from mx_rag.embedding.local.e5_convert import PROMPTS, ensure_e5_model
     from mx_rag.knowledge.store import DEFAULT_EMBEDDING
     from mx_rag.llm import LLMParameterConfig
     from mx_rag.llm.local_server import LocalLLMServer
@@ -65,11 +62,7 @@ def ask_orders(count: int, out: Path) -> None:
     if all((item["question"], order) in done for item in items for order in ORDERS):
         return
     embedding = TextEmbedding(DEFAULT_EMBEDDING)
-    lc_embedding = HuggingFaceEmbeddings(
-        model_name=str(ensure_e5_model()),
-        encode_kwargs={"prompt": PROMPTS["document"], "normalize_embeddings": True},
-        query_encode_kwargs={"prompt": PROMPTS["query"], "normalize_embeddings": True},
-    )
+    lc_embedding = answers.langchain_embedding()
     matrix, _ = cached_vectors(embedding.embed_documents, DEFAULT_EMBEDDING, texts, CACHE_DIR, "musique")
     row_of = {text: i for i, text in enumerate(texts)}
     with (

@@ -372,20 +372,24 @@ class _Pipelines:
         self.docstore.close()
 
 
-def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> None:
+def langchain_embedding() -> Any:
+    """LangChain's side: the same e5 model, with e5's prompts as a LangChain user would set them."""
     from langchain_huggingface import HuggingFaceEmbeddings
 
+    from mx_rag.embedding.local.e5_convert import PROMPTS, ensure_e5_model
+
+    return HuggingFaceEmbeddings(model_name=str(ensure_e5_model()),
+                                 encode_kwargs={"prompt": PROMPTS["document"], "normalize_embeddings": True},
+                                 query_encode_kwargs={"prompt": PROMPTS["query"], "normalize_embeddings": True})
+
+
+def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> None:
     from mx_rag.corag.metrics import contains_answer, exact_match, f1_score
     from mx_rag.embedding.local import TextEmbedding
-    from mx_rag.embedding.local.e5_convert import PROMPTS, ensure_e5_model
     from mx_rag.knowledge.store import DEFAULT_EMBEDDING
 
     embedding = TextEmbedding(DEFAULT_EMBEDDING)
-    # LangChain's, loaded once for every set, with e5's prompts as a LangChain user would set them
-    lc_embedding = HuggingFaceEmbeddings(model_name=str(ensure_e5_model()),
-                                         encode_kwargs={"prompt": PROMPTS["document"], "normalize_embeddings": True},
-                                         query_encode_kwargs={"prompt": PROMPTS["query"],
-                                                              "normalize_embeddings": True})
+    lc_embedding = langchain_embedding()  # loaded once for every set
     wanted = set(args.sets.split(","))
     sets: list[tuple[str, list[str] | None, list[dict[str, Any]]]] = [
         (name, *_english_set(name, args.pooled)) for name in ("hotpotqa", "musique") if args.pooled and name in wanted
