@@ -20,8 +20,9 @@ question, written to ``--save-file``. The summary is printed on stdout as JSON; 
 notes go to stderr (a bar on a terminal, else one line per finished question).
 
 An evaluation is resumable: finished questions are kept in ``<save file>.partial.jsonl``, and
-running the same command again (same file, ``--limit`` and settings) runs only the questions not
-done yet, and those that failed. ``--restart`` discards the checkpoint and starts over.
+running the same command again (same file and settings) runs only the questions not done yet,
+and those that failed. A finished report extends the same way: ``--limit 20`` after ``--limit 10``
+(same ``--save-file``) runs only questions 11 to 20. ``--restart`` runs everything again.
 """
 
 from __future__ import annotations
@@ -230,14 +231,15 @@ def evaluate(
         bool, typer.Option("--early-stop/--no-early-stop", help="Let the model end a path when it knows enough.")
     ] = True,
     restart: Annotated[
-        bool, typer.Option("--restart", help="Ignore the checkpoint of an interrupted run and start over.")
+        bool, typer.Option("--restart", help="Ignore the checkpoint or report of an earlier run and start over.")
     ] = False,
 ) -> None:
     """Evaluate CoRAG (and the naive baseline) on EVAL_FILE; print the summary as JSON.
 
     Resumable: finished questions are kept in SAVE_FILE.partial.jsonl, so running the same
-    command again after an interruption (same file, --limit and settings) runs only the questions
-    not done yet and those that failed. The checkpoint is removed once every question succeeded.
+    command again after an interruption (same file and settings) runs only the questions not done
+    yet and those that failed. The checkpoint is removed once every question succeeded; a larger
+    --limit with the same SAVE_FILE then runs only the new questions (--restart: all again).
     """
     from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError, ParameterError

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The evaluator's checkpoint: ``<save_file>.partial.jsonl``, one finished question per line.
 
-Its first line (the header) pins the eval file's content and the settings that change results;
-``read_checkpoint`` refuses a checkpoint of another file or other settings. Also the atomic JSON
-write of the report.
+Its first line (the header) pins the settings that change results; each finished question is
+known by its key (the record's id, else ``#<index>``) and checked against the eval file's record
+(the same question and accepted answers), so a checkpoint or a finished report of the first 10
+questions serves a run over the first 20. ``read_checkpoint`` refuses a checkpoint of other
+settings or of another file (none of its questions in this one); ``read_report`` reuses a report
+only when its summary's ``settings`` are these. Also the atomic JSON write of the report.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "digest",
     "question_keys",
     "read_checkpoint",
+    "read_report",
     "retryable",
 ]
 
@@ -60,18 +64,39 @@ def checkpoint_path(save_file: str | os.PathLike[str]) -> Path:
 
 def question_keys(records: list[Any]) -> list[str]:
     """One key per record: its id (``id``/``_id``/...), or ``#<index>`` without one or for a repeated id."""
-    keys: list[str] = []
-    seen: set[str] = set()
+    ids: list[str] = []
     for index, raw in enumerate(records):
         try:
-            key = parse_item(raw, index).id
+            ids.append(parse_item(raw, index).id)
         except ParameterError:
-            key = ""
+            ids.append("")
+    return _unique_keys(ids)
+
+
+def _unique_keys(ids: list[str]) -> list[str]:
+    keys: list[str] = []
+    seen: set[str] = set()
+    for index, key in enumerate(ids):
         if not key or key in seen or key.startswith("#"):
             key = f"#{index}"
         seen.add(key)
         keys.append(key)
     return keys
+
+
+def _same_question(raw: Any, index: int, record: dict[str, Any]) -> bool:
+    """Whether the finished ``record`` answers the eval file's ``raw``: same question, same accepted answers."""
+    try:
+        item = parse_item(raw, index)
+    except ParameterError:
+        return record.get("question") is None
+    return bool(record.get("question") == item.question and record.get("ground_truths") == item.answers)
+
+
+def _matching(finished: dict[str, dict[str, Any]], records: list[Any], keys: list[str]) -> dict[int, dict[str, Any]]:
+    """The finished records of this eval file's questions, by index."""
+    return {index: finished[key] for index, key in enumerate(keys)
+            if key in finished and _same_question(records[index], index, finished[key])}
 
 
 def digest(data: Any) -> str:
@@ -84,12 +109,13 @@ def retryable(record: dict[str, Any]) -> bool:
                                                     or record.get("naive_error") is not None)
 
 
-def read_checkpoint(path: Path, header: dict[str, Any], keys: list[str]) -> dict[str, dict[str, Any]]:
-    """The finished records of the checkpoint at ``path`` by question key; {} when there is none.
+def read_checkpoint(path: Path, header: dict[str, Any], records: list[Any],
+                    keys: list[str]) -> dict[int, dict[str, Any]]:
+    """The checkpoint's finished records of this eval file's questions, by index; {} without one.
 
     Raises:
-        ParameterError: the file is not a checkpoint, or it was written for another eval file or
-            other settings.
+        ParameterError: the file is not a checkpoint, or it was written with other settings or
+            for another eval file (none of its questions is in this one).
     """
     if not path.is_file():
         return {}
@@ -106,18 +132,12 @@ def read_checkpoint(path: Path, header: dict[str, Any], keys: list[str]) -> dict
     if found.get("version") != CHECKPOINT_VERSION:
         raise ParameterError(f"checkpoint {path} has format version {found.get('version')!r}, this version "
                              f"reads {CHECKPOINT_VERSION}; {advice}")
-    if found.get("eval_sha256") != header["eval_sha256"]:
-        raise ParameterError(
-            f"checkpoint {path} belongs to another eval file ({found.get('eval_file')!r}, "
-            f"{found.get('questions')} questions), not {header['eval_file']!r} ({header['questions']} questions); "
-            f"{advice}")
     then, now = found.get("settings") or {}, json.loads(json.dumps(header["settings"]))
     changed = [f"{name} {then.get(name)!r} then, {now.get(name)!r} now"
                for name in sorted(set(then) | set(now)) if then.get(name) != now.get(name)]
     if changed:
         raise ParameterError(f"checkpoint {path} was written with other settings ({'; '.join(changed)}); {advice}")
-    known = set(keys)
-    done: dict[str, dict[str, Any]] = {}
+    finished: dict[str, dict[str, Any]] = {}
     broken = 0
     for line in lines[1:]:
         try:
@@ -125,13 +145,37 @@ def read_checkpoint(path: Path, header: dict[str, Any], keys: list[str]) -> dict
         except ValueError:
             broken += bool(line.strip())
             continue
-        if isinstance(entry, dict) and entry.get("key") in known and isinstance(entry.get("record"), dict):
-            done[entry["key"]] = entry["record"]  # a later line (a retried question) wins
+        if isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("record"), dict):
+            finished[entry["key"]] = entry["record"]  # a later line (a retried question) wins
         else:
             broken += 1
     if broken:
-        logger.warning("%s: ignoring %d broken or unknown line(s)", path, broken)
+        logger.warning("%s: ignoring %d broken line(s)", path, broken)
+    done = _matching(finished, records, keys)
+    if finished and not done:
+        raise ParameterError(
+            f"checkpoint {path} belongs to another eval file ({found.get('eval_file')!r}, "
+            f"{found.get('questions')} questions): none of its {len(finished)} finished questions is in "
+            f"{header['eval_file']!r} ({header['questions']} questions); {advice}")
     return done
+
+
+def read_report(path: Path, settings: dict[str, Any], records: list[Any], keys: list[str]) -> dict[int, dict[str, Any]]:
+    """The finished records of this eval file's questions in the report at ``path``, by index.
+
+    {} when there is no report there, or it is not one, or its summary was written with other
+    ``settings`` (then the new report replaces it, as a new evaluation would).
+    """
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not (isinstance(report, list) and report and isinstance(report[0], dict)
+            and report[0].get("settings") == json.loads(json.dumps(settings))):
+        return {}
+    rows = [row for row in report[1:] if isinstance(row, dict)]
+    return _matching(dict(zip(_unique_keys([str(row.get("id") or "") for row in rows]), rows, strict=True)),
+                     records, keys)
 
 
 class Checkpoint:

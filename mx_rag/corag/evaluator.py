@@ -24,15 +24,19 @@ and stays in every denominator; its record carries ``error``. A failing retrieva
 a failing naive retrieval sets ``naive_error``.
 
 Resuming: each finished question is appended (flushed and fsynced) to a checkpoint next to the
-report, ``<save_file>.partial.jsonl``, whose first line pins the eval file's content and the
-settings that change results. A later ``evaluate`` with the same ``save_file`` reuses the
-questions found there and runs only the others; a checkpoint of another file or other settings is
-refused (``restart=True`` discards it); a retrieval source given as an object, not a URL, is
-known by its class only. Questions that failed while running (``error`` or
-``naive_error`` set) are run again; invalid records are not. When every question is done the
-report is written and the checkpoint removed - kept instead while some question failed, so that
-running again retries just those. Without a terminal on stderr, one ``INFO`` line per finished
-question (``i/N done, EM so far ...``) replaces the progress bar.
+report, ``<save_file>.partial.jsonl``, whose first line pins the settings that change results. A
+later ``evaluate`` with the same ``save_file`` reuses the questions found there (known by id, and
+only when the eval file's record has the same question and answers) and runs only the others; a
+checkpoint of other settings or of another file (none of its questions in this one) is refused
+(``restart=True`` discards it); a retrieval source given as an object, not a URL, is known by its
+class only. Without a checkpoint, a finished report at ``save_file`` whose summary has the same
+``settings`` is extended the same way: the report of the first 10 questions serves a run over the
+first 20, which then answers only the 10 new ones (other settings: the report is replaced).
+Questions that failed while running (``error`` or ``naive_error`` set) are run again; invalid
+records are not. When every question is done the report is written and the checkpoint removed -
+kept instead while some question failed, so that running again retries just those. Without a
+terminal on stderr, one ``INFO`` line per finished question (``i/N done, EM so far ...``) replaces
+the progress bar.
 
 Example:
     >>> report = CoRagEvaluator(config).evaluate("hotpotqa_dev.json", "out/report.json")  # doctest: +SKIP
@@ -57,6 +61,7 @@ from mx_rag.corag._eval_checkpoint import (
     digest,
     question_keys,
     read_checkpoint,
+    read_report,
     retryable,
 )
 from mx_rag.corag._eval_report import Tally, empty_record, select_documents_for_recall, stderr_is_terminal, summarize
@@ -128,7 +133,8 @@ class CoRagEvaluator:
         """Evaluate every record of ``eval_file``; return and save ``[summary] + records``.
 
         Resumable (see the module docstring): questions already in ``<save_file>.partial.jsonl``
-        from an interrupted run with the same file and settings are not run again.
+        from an interrupted run with the same settings, or in a finished report at ``save_file``
+        with the same settings, are not run again.
 
         Args:
             eval_file: a JSON array (or JSON Lines) of HotpotQA or MuSiQue records.
@@ -138,27 +144,27 @@ class CoRagEvaluator:
                 computed). Default True.
             num_contexts: documents the naive baseline retrieves, and the cap of CoRAG's
                 documents counted for recall, in [1, 10000]. Default 10.
-            restart: (keyword, ours) ignore an existing checkpoint and run every question.
+            restart: (keyword, ours) ignore an existing checkpoint or report and run every question.
                 Default False.
 
         Returns:
-            The summary, then one record per input record in input order. Summary: the seed's
-            ``type`` ("Summary"), ``total_samples``, ``corag_accuracy``, ``naive_accuracy``,
-            ``corag_correct_count``, ``naive_correct_count``, ``avg_path_time``, ``avg_time``
-            (mean time after the path), ``corag_micro_recall``, ``naive_micro_recall``; ours:
-            ``corag_em``, ``corag_f1``, ``naive_em``, ``naive_f1``, ``corag_title_recall``,
-            ``naive_title_recall``, ``failed_count``, ``naive_failed_count``,
-            ``retrieval_failure_count``, ``empty_retrieval_count``, ``judge_fallback_count``,
-            ``num_contexts``, ``max_path_length``. Naive values are None when the baseline is off,
-            recall values None when ``calc_recall`` is False. Record: the seed's ``question``,
-            ``ground_truth``, ``corag_prediction``, ``naive_prediction``, ``is_correct``,
-            ``naive_is_correct``, ``reasoning_steps`` (``subquery``, ``subanswer``, and our
-            ``document_ids``), ``time`` (``[path seconds, seconds after the path]``),
-            ``corag_recall``, ``naive_recall``; ours: ``id``, ``ground_truths`` (aliases
-            included), ``em``, ``f1``, ``naive_em``, ``naive_f1``, the title recalls,
-            ``stop_reason``, ``judge`` / ``naive_judge`` (``"judge"``, ``"containment"`` or
-            ``"fallback"``), ``retrieval_calls``, ``retrieval_failures``, ``empty_retrievals``,
-            ``error`` and ``naive_error`` (None unless that part failed).
+            The summary, then one record per input record in input order. Summary: the seed's ``type``
+            ("Summary"), ``total_samples``, ``corag_accuracy``, ``naive_accuracy``,
+            ``corag_correct_count``, ``naive_correct_count``, ``avg_path_time``, ``avg_time`` (mean time
+            after the path), ``corag_micro_recall``, ``naive_micro_recall``; ours: ``corag_em``,
+            ``corag_f1``, ``naive_em``, ``naive_f1``, ``corag_title_recall``, ``naive_title_recall``,
+            ``failed_count``, ``naive_failed_count``, ``retrieval_failure_count``,
+            ``empty_retrieval_count``, ``judge_fallback_count``, ``num_contexts``, ``max_path_length``,
+            ``settings`` (what changes results: the models and their generation settings, path length,
+            top-k, ...). Naive values are None when the baseline is off, recall values None when
+            ``calc_recall`` is False. Record: the seed's ``question``, ``ground_truth``,
+            ``corag_prediction``, ``naive_prediction``, ``is_correct``, ``naive_is_correct``,
+            ``reasoning_steps`` (``subquery``, ``subanswer``, and our ``document_ids``), ``time``
+            (``[path seconds, seconds after the path]``), ``corag_recall``, ``naive_recall``; ours:
+            ``id``, ``ground_truths`` (aliases included), ``em``, ``f1``, ``naive_em``, ``naive_f1``,
+            the title recalls, ``stop_reason``, ``judge`` / ``naive_judge`` (``"judge"``,
+            ``"containment"`` or ``"fallback"``), ``retrieval_calls``, ``retrieval_failures``,
+            ``empty_retrievals``, ``error`` and ``naive_error`` (None unless that part failed).
 
         Raises:
             ParameterError: an argument is invalid, ``eval_file`` is not valid JSON, or the
@@ -174,18 +180,21 @@ class CoRagEvaluator:
             raise ParameterError(f"save_file {save_file!r} is a directory, expected a JSON file path")
         options = (calc_recall, enable_naive_retrieval, num_contexts)
         keys = question_keys(records)
+        settings = self._settings(*options)
         header = {"type": CHECKPOINT_TYPE, "version": CHECKPOINT_VERSION, "eval_file": str(Path(eval_file).resolve()),
-                  "eval_sha256": digest(records), "questions": len(records), "settings": self._settings(*options)}
+                  "questions": len(records), "settings": settings}
         partial = checkpoint_path(out_path)
-        done = {} if restart else read_checkpoint(partial, header, keys)
-        results: list[dict[str, Any] | None] = [None] * len(records)
-        for index, key in enumerate(keys):
-            if key in done and not retryable(done[key]):
-                results[index] = done[key]
+        done, origin = ({}, partial) if restart else (read_checkpoint(partial, header, records, keys), partial)
+        if not done and not restart:
+            done, origin = read_report(out_path, settings, records, keys), out_path
+        results: list[dict[str, Any] | None] = [
+            done[index] if index in done and not retryable(done[index]) else None for index in range(len(records))
+        ]
         todo = [index for index, record in enumerate(results) if record is None]
         if done:
-            logger.info("CoRAG eval: resuming from %s: %d of %d questions done, %d to run (failed ones again)",
-                        partial, len(records) - len(todo), len(records), len(todo))
+            logger.info("CoRAG eval: %s %s: %d of %d questions done, %d to run (failed ones again)",
+                        "resuming from" if origin == partial else "extending", origin, len(records) - len(todo),
+                        len(records), len(todo))
         tally = Tally(len(records), log_lines=not stderr_is_terminal())
         for record in results:
             if record is not None:
@@ -210,7 +219,8 @@ class CoRagEvaluator:
             if source is not self.config.retrieve_api_url and callable(close):
                 close()
         finished = [record for record in results if record is not None]
-        report = [summarize(finished, *options, self.config.max_path_length), *finished]
+        report = [{**summarize(finished, *options, self.config.max_path_length), "settings": settings},
+                  *finished]
         atomic_write_json(out_path, report)
         retry = sum(retryable(record) for record in finished)
         if retry:

@@ -151,8 +151,11 @@ def test_resumes_an_unfinished_evaluation(retrieval_url: str, tmp_path: Path) ->
     assert "3/3 done, EM so far 1.000" in second.stderr and "1/3 done" not in second.stderr
     assert json.loads(second.stdout)["corag_em"] == 1.0 and not partial.exists() and asked_again == []
 
-    with RoutedServer(broken) as llm:
-        assert invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common).exit_code == 0
+    with RoutedServer(broken) as llm:  # the finished report of the same settings: nothing to run
+        again = invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common[:-1], "2")
+        assert again.exit_code == 0 and not llm.requests, again.output
+        assert "extending" in again.stderr and "2 of 2 questions done, 0 to run" in again.stderr
+        assert invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common, "--restart").exit_code == 0
     assert partial.is_file()
     with RoutedServer(router_for(items)) as llm:  # other settings, but --restart: the checkpoint is ignored
         third = invoke(str(eval_file), "--llm-url", llm.url("/v1/chat/completions"), *common, "--restart",

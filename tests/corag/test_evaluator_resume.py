@@ -172,8 +172,9 @@ def test_checkpoint_of_another_file_or_model_is_refused(retrieval_url: str, eval
     save_file = tmp_path / "report.json"
     interrupted(retrieval_url, eval_file, save_file)
     other = tmp_path / "other.json"
-    other.write_text(json.dumps(ITEMS[:3]), encoding="utf-8")
-    with pytest.raises(ParameterError, match=r"belongs to another eval file .*6 questions\), not .*\(3 questions\)"):
+    other.write_text(json.dumps(load(HOTPOT)[4:6]), encoding="utf-8")  # none of the checkpoint's questions
+    with pytest.raises(ParameterError, match=r"belongs to another eval file .*6 questions\): none of its 6 finished "
+                       r"questions is in .*\(2 questions\)"):
         run(router(), retrieval_url, other, save_file, num_contexts=4)
     with RoutedServer(router()) as server:
         config = CoRagBaseConfig(make_llm(server), retrieval_url, max_path_length=3,
@@ -185,12 +186,46 @@ def test_checkpoint_of_another_file_or_model_is_refused(retrieval_url: str, eval
         config = CoRagBaseConfig(other_model, retrieval_url, max_path_length=2, client_param=ClientParam(use_http=True))
         with pytest.raises(ParameterError, match=r"base_llm .*'scripted'.* then, .*'other'.* now"):
             CoRagEvaluator(config).evaluate(str(eval_file), str(save_file), num_contexts=4)
-    # the same questions under another name resume fine: the content is pinned, not the path
+    # the same questions under another name resume fine: the questions are pinned, not the path
     moved = tmp_path / "moved.json"
     moved.write_bytes(eval_file.read_bytes())
     report, server = run(router(), retrieval_url, moved, save_file, num_contexts=4)
     assert report[0]["failed_count"] == 0
     assert [asked(server, it["question"]) > 0 for it in ITEMS] == [False, False] + [True] * (len(ITEMS) - 2)
+
+
+def test_a_record_changed_under_its_id_is_run_again(retrieval_url: str, eval_file: Path, tmp_path: Path) -> None:
+    save_file = tmp_path / "report.json"
+    interrupted(retrieval_url, eval_file, save_file)  # the first two questions are done
+    changed = [dict(ITEMS[0], answer="something else"), *ITEMS[1:]]  # same id, other accepted answer
+    eval_file.write_text(json.dumps(changed, ensure_ascii=False), encoding="utf-8")
+    report, server = run(router(), retrieval_url, eval_file, save_file, num_contexts=4)
+    assert [asked(server, it["question"]) > 0 for it in ITEMS] == [True, False] + [True] * (len(ITEMS) - 2)
+    assert report[1]["ground_truths"] == ["something else"] and report[1]["em"] == 0.0
+
+
+def test_a_finished_report_is_extended_by_a_larger_file(retrieval_url: str, tmp_path: Path) -> None:
+    expected, _ = run(router(), retrieval_url, write_items(tmp_path / "all.json", ITEMS), tmp_path / "whole.json")
+    save_file = tmp_path / "report.json"
+    first, _ = run(router(), retrieval_url, write_items(tmp_path / "first3.json", ITEMS[:3]), save_file)
+    assert first[0]["total_samples"] == 3 and not checkpoint_path(save_file).exists()
+    assert first[0]["settings"] == expected[0]["settings"] and first[0]["settings"]["max_path_length"] == 2
+
+    report, server = run(router(), retrieval_url, write_items(tmp_path / "first6.json", ITEMS), save_file)
+    assert [asked(server, it["question"]) > 0 for it in ITEMS] == [False] * 3 + [True] * 3  # the new ones only
+    assert untimed(report) == untimed(expected) and report[1:4] == first[1:]
+    again, server = run(router(), retrieval_url, write_items(tmp_path / "first2.json", ITEMS[:2]), save_file)
+    assert not server.requests and again[1:] == first[1:3]  # a smaller selection: all reused
+    # a report of other settings is replaced, not extended; restart=True runs everything
+    other, server = run(router(), retrieval_url, tmp_path / "first2.json", save_file, num_contexts=4)
+    assert all(asked(server, it["question"]) for it in ITEMS[:2]) and other[0]["settings"]["num_contexts"] == 4
+    _, server = run(router(), retrieval_url, tmp_path / "first2.json", save_file, num_contexts=4, restart=True)
+    assert all(asked(server, it["question"]) for it in ITEMS[:2])
+
+
+def write_items(path: Path, items: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path
 
 
 def test_not_a_checkpoint(retrieval_url: str, eval_file: Path, tmp_path: Path) -> None:
