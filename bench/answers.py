@@ -236,7 +236,11 @@ def main_job(llm: Any) -> dict[str, Any]:
 
 
 def _english_set(name: str, count: int) -> tuple[list[str], list[dict[str, Any]]]:
-    """Chunk texts and questions ({"question", "answer", "gold": texts of supporting paragraphs})."""
+    """Chunk texts and questions ({"question", "answer", "gold": texts of supporting paragraphs}).
+
+    MuSiQue's ``answer`` lists the answer and its aliases (EM / F1 / containment take the best, as
+    MuSiQue's evaluation and ``mxrag corag evaluate`` do); HotpotQA has one answer.
+    """
     if name == "hotpotqa":
         corpus = json.loads(HOTPOT_CORPUS.read_text(encoding="utf-8"))
         by_title = {title: f"{title}: {''.join(sentences).strip()}" for title, sentences in corpus.items()}
@@ -252,7 +256,7 @@ def _english_set(name: str, count: int) -> tuple[list[str], list[dict[str, Any]]
     return texts, [
         {
             "question": r["question"],
-            "answer": r["answer"],
+            "answer": [r["answer"], *r.get("answer_aliases", [])],  # scored against the best, as MuSiQue's own
             "gold": {f"{p['title']}: {p['paragraph_text']}" for p in r["paragraphs"] if p["is_supporting"]},
         }
         for r in items
