@@ -37,7 +37,7 @@ lint: $(STAMP)
 # name the ones to use.
 test: $(STAMP) lint
 	url="$$(scripts/ensure_postgres.sh)" && chromium="$$(scripts/ensure_chromium.sh)" && \
-	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" $(PY) -m pytest -q
+	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" $(PY) -m pytest -q --durations=20
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
