@@ -174,8 +174,12 @@ def read_report(path: Path, settings: dict[str, Any], records: list[Any], keys: 
             and report[0].get("settings") == json.loads(json.dumps(settings))):
         return {}
     rows = [row for row in report[1:] if isinstance(row, dict)]
-    return _matching(dict(zip(_unique_keys([str(row.get("id") or "") for row in rows]), rows, strict=True)),
+    done = _matching(dict(zip(_unique_keys([str(row.get("id") or "") for row in rows]), rows, strict=True)),
                      records, keys)
+    if done and len(done) < len(rows):
+        logger.warning("%s: %d of its %d questions are not in this eval file; the new report leaves them out",
+                       path, len(rows) - len(done), len(rows))
+    return done
 
 
 class Checkpoint:

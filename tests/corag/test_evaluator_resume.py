@@ -204,7 +204,8 @@ def test_a_record_changed_under_its_id_is_run_again(retrieval_url: str, eval_fil
     assert report[1]["ground_truths"] == ["something else"] and report[1]["em"] == 0.0
 
 
-def test_a_finished_report_is_extended_by_a_larger_file(retrieval_url: str, tmp_path: Path) -> None:
+def test_a_finished_report_is_extended_by_a_larger_file(retrieval_url: str, tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
     expected, _ = run(router(), retrieval_url, write_items(tmp_path / "all.json", ITEMS), tmp_path / "whole.json")
     save_file = tmp_path / "report.json"
     first, _ = run(router(), retrieval_url, write_items(tmp_path / "first3.json", ITEMS[:3]), save_file)
@@ -215,7 +216,8 @@ def test_a_finished_report_is_extended_by_a_larger_file(retrieval_url: str, tmp_
     assert [asked(server, it["question"]) > 0 for it in ITEMS] == [False] * 3 + [True] * 3  # the new ones only
     assert untimed(report) == untimed(expected) and report[1:4] == first[1:]
     again, server = run(router(), retrieval_url, write_items(tmp_path / "first2.json", ITEMS[:2]), save_file)
-    assert not server.requests and again[1:] == first[1:3]  # a smaller selection: all reused
+    assert not server.requests and again[1:] == first[1:3]  # a smaller selection: all reused, and said so
+    assert "4 of its 6 questions are not in this eval file; the new report leaves them out" in caplog.text
     # a report of other settings is replaced, not extended; restart=True runs everything
     other, server = run(router(), retrieval_url, tmp_path / "first2.json", save_file, num_contexts=4)
     assert all(asked(server, it["question"]) for it in ITEMS[:2]) and other[0]["settings"]["num_contexts"] == 4
