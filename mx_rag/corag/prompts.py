@@ -285,8 +285,13 @@ def is_prompt_echo(text: str, query: str, task_desc: str = "") -> bool:
     return all(word in _PROMPT_WORDS or word in task_words or word.isdigit() for word in words)
 
 
+_INLINE_ANSWER = re.compile(r"\s(?:sub[\s_-]?answer|intermediate\s+answer|final\s*answer)\s*\d*\s*[:：].*$",
+                            re.IGNORECASE)
+
+
 def _subquery(text: str, thought: str | None) -> ParsedSubquery:
-    text = " ".join(text.split())[:MAX_SUBQUERY_CHARS]
+    """The sub-query up to an answer label on the same line (the model running on in the format)."""
+    text = _INLINE_ANSWER.sub("", " ".join(text.split()))[:MAX_SUBQUERY_CHARS].strip()
     return ParsedSubquery("subquery" if text else "empty", text, thought)
 
 

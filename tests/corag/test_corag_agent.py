@@ -492,6 +492,10 @@ def test_config_accepts_url_source_and_langchain_retriever(llm: Text2TextLLM, kb
     ("<think>I should first look up the founders and", "empty", ""),
     ("Who founded YouTube?......", "subquery", "Who founded YouTube?"),
     ("SubQuery: Who founded YouTube?\nSubAnswer: Chad Hurley", "subquery", "Who founded YouTube?"),
+    # the 1.5B ran on in the format on one line (MuSiQue, 2026-12-03)
+    ('Who wrote "Brand"? SubAnswer: No relevant information available. Final Answer', "subquery", 'Who wrote "Brand"?'),
+    ("Who founded YouTube? Final Answer: Chad Hurley", "subquery", "Who founded YouTube?"),
+    ("What is the final answer to the riddle?", "subquery", "What is the final answer to the riddle?"),
     ("Final Answer: Chad Hurley", "final", "Chad Hurley"),
     ("最终答案：北京", "final", "北京"),
     ("", "empty", ""),
