@@ -140,10 +140,11 @@ def passage_retriever(workdir: Path, records: list[Any], embedding_model: str | 
 
 
 @contextmanager
-def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, parallel: int) -> Iterator[Any]:
+def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, parallel: int,
+              llm_threads: int | None = None) -> Iterator[Any]:
     """A ``Text2TextLLM`` on ``llm_url``, or on the embedded LLM started for the block."""
     from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-    from mx_rag.llm.local_server import LocalLLMServer
+    from mx_rag.llm.local_server import LocalLLMServer, default_threads
     from mx_rag.utils import ClientParam
 
     config = LLMParameterConfig(max_tokens=max_tokens, temperature=0.0)
@@ -153,8 +154,9 @@ def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, pa
         return
     from mx_rag.llm.models import model_name
 
-    _note(f"starting the embedded LLM ({model_name(None)} on llama.cpp)")
-    with LocalLLMServer(n_ctx=ctx, n_parallel=parallel) as server:
+    threads = llm_threads or default_threads()
+    _note(f"starting the embedded LLM ({model_name(None)} on llama.cpp, {threads} CPU thread{'s' * (threads > 1)})")
+    with LocalLLMServer(n_ctx=ctx, n_parallel=parallel, n_threads=threads) as server:
         yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, llm_config=config,
                            client_param=param)
 
@@ -215,6 +217,11 @@ def evaluate(
                      f"{EMBEDDED_PARALLEL} with the embedded LLM (which then decodes as many at once).",
                      show_default=False),
     ] = None,
+    llm_threads: Annotated[
+        int | None,
+        typer.Option("--llm-threads", help="CPU threads of the embedded LLM. Default: half the usable CPUs (1 to 8); "
+                     "all of them is faster on a machine doing nothing else.", show_default=False),
+    ] = None,
     max_path_length: Annotated[int, typer.Option("--max-path-length", help="Most sub-queries per question.")] = 3,
     limit: Annotated[
         int | None, typer.Option("--limit", help="Evaluate only the first N questions.", show_default=False)
@@ -246,6 +253,9 @@ def evaluate(
 
     if limit is not None and limit < 1:
         fail(ParameterError(f"--limit must be >= 1, got {limit}"))
+    if llm_threads is not None and (llm_url or not 1 <= llm_threads <= 1024):
+        fail(ParameterError(f"--llm-threads is for the embedded LLM, in [1, 1024], got {llm_threads}"
+                            + (" with --llm-url" if llm_url else "")))
     threads = num_threads if num_threads is not None else (REMOTE_THREADS if llm_url else EMBEDDED_PARALLEL)
     # absolute paths: the SDK's file checks refuse '..' components, which users type all the time
     eval_file, workdir = eval_file.resolve(), workdir.resolve()
@@ -253,7 +263,7 @@ def evaluate(
     try:
         report = _run(eval_file, report_path, retrieval_url, workdir, embedding, llm_url, llm_model, threads,
                       max_path_length, limit, naive, recall, num_contexts, top_k, max_tokens, ctx, early_stop,
-                      restart)
+                      restart, llm_threads)
     except MxRagError as exc:
         fail(exc)
     _note(f"report: {report_path} ({len(report) - 1} questions)")
@@ -263,7 +273,7 @@ def evaluate(
 def _run(eval_file: Path, report_path: Path, retrieval_url: str | None, workdir: Path, embedding: str | None,
          llm_url: str | None, llm_model: str, threads: int, max_path_length: int, limit: int | None, naive: bool,
          recall: bool, num_contexts: int, top_k: int, max_tokens: int, ctx: int, early_stop: bool,
-         restart: bool) -> list[Any]:
+         restart: bool, llm_threads: int | None) -> list[Any]:
     from mx_rag.corag.config import MAX_THREADS, CoRagBaseConfig
     from mx_rag.corag.datasets import load_records
     from mx_rag.corag.evaluator import CoRagEvaluator
@@ -275,7 +285,8 @@ def _run(eval_file: Path, report_path: Path, retrieval_url: str | None, workdir:
     source: Any = retrieval_url or passage_retriever(workdir, records, embedding, top_k)
     selected, temporary = _selection(eval_file, records, limit, workdir)
     try:
-        with _chat_llm(llm_url, llm_model, max_tokens, ctx, parallel=min(threads, MAX_SLOTS)) as llm:
+        with _chat_llm(llm_url, llm_model, max_tokens, ctx, parallel=min(threads, MAX_SLOTS),
+                       llm_threads=llm_threads) as llm:
             config = CoRagBaseConfig(llm, source, num_threads=threads, max_path_length=max_path_length,
                                      retrieve_top_k=top_k, client_param=ClientParam(use_http=True, timeout=120),
                                      context_tokens=ctx, early_stop=early_stop)

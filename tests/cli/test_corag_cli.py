@@ -170,6 +170,9 @@ def test_resumes_an_unfinished_evaluation(retrieval_url: str, tmp_path: Path) ->
     (["missing.json"], "eval_file"),
     (["{hotpot}", "--limit", "0"], "--limit must be >= 1"),
     (["{hotpot}", "--num-threads", "0", "--retrieval-url", "http://127.0.0.1:9/retrieve"], "--num-threads"),
+    (["{hotpot}", "--llm-threads", "0"], "--llm-threads is for the embedded LLM, in [1, 1024], got 0"),
+    (["{hotpot}", "--llm-threads", "2", "--llm-url", "http://127.0.0.1:9/v1/chat/completions"],
+     "--llm-threads is for the embedded LLM, in [1, 1024], got 2 with --llm-url"),
 ])
 def test_bad_arguments_fail_with_a_message(args: list[str], message: str, tmp_path: Path) -> None:
     hotpot = write(tmp_path / "hotpot.json", HOTPOT_ITEMS[:1])
@@ -187,9 +190,10 @@ def test_embedded_llm_two_questions(tmp_path: Path) -> None:
     report_file = tmp_path / "report.json"
     command = [sys.executable, "-m", "mx_rag.cli", "corag", "evaluate", str(eval_file), "--limit", "2",
                "--workdir", str(tmp_path / "work"), "--save-file", str(report_file), "--max-path-length", "1",
-               "--top-k", "2", "--num-contexts", "2", "--max-tokens", "32", "--num-threads", "1"]
+               "--top-k", "2", "--num-contexts", "2", "--max-tokens", "32", "--num-threads", "1", "--llm-threads", "2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1700, check=False)
     assert result.returncode == 0, result.stderr
+    assert "on llama.cpp, 2 CPU threads)" in result.stderr
     summary = json.loads(result.stdout)
     assert summary["total_samples"] == 2 and summary["failed_count"] == 0 and summary["naive_failed_count"] == 0
     records = json.loads(report_file.read_text(encoding="utf-8"))[1:]
