@@ -184,7 +184,7 @@ class CoRagEvaluator:
         header = {"type": CHECKPOINT_TYPE, "version": CHECKPOINT_VERSION, "eval_file": str(Path(eval_file).resolve()),
                   "questions": len(records), "settings": settings}
         partial = checkpoint_path(out_path)
-        done, origin = ({}, partial) if restart else (read_checkpoint(partial, header, records, keys), partial)
+        done, origin = ({} if restart else read_checkpoint(partial, header, records, keys)), partial
         if not done and not restart:
             done, origin = read_report(out_path, settings, records, keys), out_path
         results: list[dict[str, Any] | None] = [
