@@ -144,17 +144,18 @@ def _chat_llm(llm_url: str | None, llm_model: str, max_tokens: int, ctx: int, pa
               llm_threads: int | None = None) -> Iterator[Any]:
     """A ``Text2TextLLM`` on ``llm_url``, or on the embedded LLM started for the block."""
     from mx_rag.llm import LLMParameterConfig, Text2TextLLM
-    from mx_rag.llm.local_server import LocalLLMServer, default_threads
+    from mx_rag.llm.local_server import LocalLLMServer, chosen_threads
+    from mx_rag.llm.urls import chat_url
     from mx_rag.utils import ClientParam
 
     config = LLMParameterConfig(max_tokens=max_tokens, temperature=0.0)
     param = ClientParam(use_http=True, timeout=LLM_TIMEOUT)
     if llm_url:
-        yield Text2TextLLM(base_url=llm_url, model_name=llm_model, llm_config=config, client_param=param)
+        yield Text2TextLLM(base_url=chat_url(llm_url), model_name=llm_model, llm_config=config, client_param=param)
         return
     from mx_rag.llm.models import model_name
 
-    threads = llm_threads or default_threads()
+    threads = chosen_threads(llm_threads)
     _note(f"starting the embedded LLM ({model_name(None)} on llama.cpp, {threads} CPU thread{'s' * (threads > 1)})")
     with LocalLLMServer(n_ctx=ctx, n_parallel=parallel, n_threads=threads) as server:
         yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, llm_config=config,
@@ -208,7 +209,8 @@ def evaluate(
     ),
     embedding: EmbeddingOption = None,
     llm_url: Annotated[
-        str | None, typer.Option("--llm-url", help="An OpenAI-compatible chat URL; default: the embedded LLM.")
+        str | None, typer.Option("--llm-url", help="An OpenAI-compatible server: its base URL (…/v1) or chat URL; "
+                                  "default: the embedded LLM.")
     ] = None,
     llm_model: Annotated[str, typer.Option("--llm-model", help="Model name for --llm-url.")] = "default",
     num_threads: Annotated[
@@ -219,8 +221,9 @@ def evaluate(
     ] = None,
     llm_threads: Annotated[
         int | None,
-        typer.Option("--llm-threads", help="CPU threads of the embedded LLM. Default: half the usable CPUs (1 to 8); "
-                     "all of them is faster on a machine doing nothing else.", show_default=False),
+        typer.Option("--llm-threads", help="CPU threads of the embedded LLM. Default: $MXRAG_LLM_THREADS, else "
+                     "half the usable CPUs (1 to 8); all of them is faster on a machine doing nothing else.",
+                     show_default=False),
     ] = None,
     max_path_length: Annotated[int, typer.Option("--max-path-length", help="Most sub-queries per question.")] = 3,
     limit: Annotated[

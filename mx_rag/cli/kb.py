@@ -23,8 +23,11 @@ from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, Jso
 app = typer.Typer(help="Create, list, show, delete and repair knowledge bases (in --data-dir, default .mxrag).",
                   no_args_is_help=True)
 
-NameArgument = Annotated[str, typer.Argument(help="The knowledge base: 1 to 64 of [A-Za-z0-9_.-].",
-                                             show_default=False)]
+NameArgument = Annotated[
+    str,
+    typer.Argument(help="The knowledge base: 1 to 64 of [A-Za-z0-9_.-], starting with a letter or digit.",
+                   show_default=False),
+]
 
 
 @app.command()

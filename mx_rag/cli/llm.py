@@ -42,7 +42,8 @@ ModelOption = Annotated[
 CtxOption = Annotated[int, typer.Option("--ctx", help="Context window of each request, in tokens.")]
 ThreadsOption = Annotated[
     int | None,
-    typer.Option("--threads", help="CPU threads. Default: half the usable CPUs (1 to 8).", show_default=False),
+    typer.Option("--threads", help="CPU threads. Default: $MXRAG_LLM_THREADS, else half the usable CPUs (1 to 8).",
+                 show_default=False),
 ]
 
 

@@ -39,7 +39,7 @@ def _root(
 ) -> None:
     """mx_rag: a hardware-agnostic RAG SDK.
 
-    Exit codes: 0 done, 1 a user or remote error (one line on stderr), 2 a usage error, 130 interrupted.
+    Exit codes: 0 done, 1 a user or remote error (one line on stderr), 2 a usage error, 130 interrupted (143: SIGTERM).
     """
     if debug:
         from mx_rag.cli.runtime import set_debug

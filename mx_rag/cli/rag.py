@@ -68,7 +68,7 @@ def ingest(
     Shows a progress bar on a terminal, one line per file otherwise, then a summary. Each batch is
     committed as it is stored: Ctrl-C keeps what was stored (a second Ctrl-C stops at once).
     Exit code 0: every file stored or unchanged; 1: a file or path failed (each is named with its
-    reason; the others are stored); 130: interrupted.
+    reason; the others are stored); 130: interrupted (143: SIGTERM).
     """
     from mx_rag.cli.ingesting import ingest_paths
     from mx_rag.cli.progress import reporter

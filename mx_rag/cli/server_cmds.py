@@ -3,7 +3,7 @@
 
 ::
 
-    mxrag keys create alice --admin        # prints the key once; the server now needs keys
+    mxrag keys create alice_01 --admin        # prints the key once; the server now needs keys
     mxrag serve --port 8000                # OpenAI-compatible API, knowledge bases, MCP at /mcp
     mxrag config show                      # the effective settings, secrets masked
 """

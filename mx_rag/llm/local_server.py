@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mx_rag.errors import MxRagError, ParameterError
-from mx_rag.utils.checks import check_bool, check_int, check_optional_str, check_str
+from mx_rag.utils.checks import check_bool, check_int, check_optional_str, check_str, fail
 from mx_rag.utils.lazy import extra_import
 
 __all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "LocalLLMServer", "default_model_path", "default_threads"]
@@ -57,6 +57,9 @@ def default_model_path() -> Path:
     )
 
 
+THREADS_ENV = "MXRAG_LLM_THREADS"  # llama.cpp's CPU threads where no command or call gives them
+
+
 def default_threads(cpus: int | None = None) -> int:
     """llama.cpp's thread count when none is given: half the CPUs this process may use, at most 8.
 
@@ -70,6 +73,18 @@ def default_threads(cpus: int | None = None) -> int:
         except (AttributeError, OSError):  # pragma: no cover - not Linux
             cpus = os.cpu_count() or 1
     return max(1, min(8, cpus // 2))
+
+
+def chosen_threads(n_threads: int | None = None) -> int:
+    """``n_threads``, or for None ``$MXRAG_LLM_THREADS`` when set, else :func:`default_threads`."""
+    if n_threads is not None:
+        return check_int("n_threads", n_threads, 1, 1024)
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return default_threads()
+    if not value.isdigit():
+        raise fail(f"${THREADS_ENV}", value, "an integer in [1, 1024]")
+    return check_int(f"${THREADS_ENV}", int(value), 1, 1024)
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -94,7 +109,8 @@ class LocalLLMServer:
         port: the TCP port; 0 picks a free one (read it back from ``base_url``).
         n_ctx: context window of each request, in tokens (the server reserves
             ``n_ctx * n_parallel``).
-        n_threads: CPU threads; None for ``default_threads()`` (half the usable CPUs, 1 to 8).
+        n_threads: CPU threads; None for ``$MXRAG_LLM_THREADS`` when set, else
+            ``default_threads()`` (half the usable CPUs, 1 to 8).
         n_parallel: requests decoded at the same time (slots).
         model_alias: the model name the API lists and accepts; None for the registry name
             (or the file name's stem).
@@ -134,8 +150,7 @@ class LocalLLMServer:
         self._host = check_str("host", host, 1, 255)
         self._port = check_int("port", port, 0, 65535)
         self._n_ctx = check_int("n_ctx", n_ctx, 128, 1 << 20)
-        threads = n_threads if n_threads is not None else default_threads()
-        self._n_threads = check_int("n_threads", threads, 1, 1024)
+        self._n_threads = chosen_threads(n_threads)
         self._n_parallel = check_int("n_parallel", n_parallel, 1, 64)
         from mx_rag.llm.models import model_name
 

@@ -93,7 +93,8 @@ def test_builds_a_knowledge_base_from_the_file_and_reuses_it(tmp_path: Path) -> 
 
         (tmp_path / "sub").mkdir()
         dotted = tmp_path / "sub" / ".." / "hotpot.json"  # '..' is fine on the command line
-        second = invoke(str(dotted), "--llm-url", url, "--workdir", str(workdir), "--no-naive", "--no-recall",
+        base_url = llm.url("/v1")  # as `mxrag llm serve` prints it
+        second = invoke(str(dotted), "--llm-url", base_url, "--workdir", str(workdir), "--no-naive", "--no-recall",
                         "--max-path-length", "1", "--save-file", str(tmp_path / "sub" / ".." / "out" / "report.json"))
     assert second.exit_code == 0, second.output
     assert "reusing" in second.stderr and "embedding" not in second.stderr

@@ -15,7 +15,7 @@ import pytest
 
 from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.llm import local_server
-from mx_rag.llm.local_server import LocalLLMServer, default_model_path, default_threads
+from mx_rag.llm.local_server import THREADS_ENV, LocalLLMServer, default_model_path, default_threads
 from mx_rag.llm.models import DEFAULT_MODEL, MODEL_ENV, TEST_MODEL
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -68,10 +68,25 @@ def test_invalid_arguments(kwargs: dict[str, Any], name: str) -> None:
         LocalLLMServer(**kwargs)
 
 
-def test_threads_default_to_half_the_cpus() -> None:
+def test_threads_default_to_half_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(THREADS_ENV, raising=False)
     assert [default_threads(n) for n in (1, 2, 3, 4, 16, 64)] == [1, 1, 1, 2, 8, 8]
     assert LocalLLMServer().n_threads == default_threads() >= 1
     assert LocalLLMServer(n_threads=3).n_threads == 3
+
+
+def test_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(THREADS_ENV, " 3 ")
+    assert LocalLLMServer().n_threads == 3
+    assert LocalLLMServer(n_threads=1).n_threads == 1  # a call's own value wins
+    for value, match in (("0", r"\$MXRAG_LLM_THREADS must be in \[1, 1024\], got 0"),
+                         ("two", r"\$MXRAG_LLM_THREADS must be an integer in \[1, 1024\], got 'two'"),
+                         ("-1", r"got '-1'")):
+        monkeypatch.setenv(THREADS_ENV, value)
+        with pytest.raises(ParameterError, match=match):
+            LocalLLMServer()
+    monkeypatch.setenv(THREADS_ENV, "")
+    assert LocalLLMServer().n_threads == default_threads()
 
 
 def test_model_name_follows_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
