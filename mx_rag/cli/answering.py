@@ -153,11 +153,8 @@ def print_chunks(docs: list[Any], as_json: bool, width: int = 300) -> None:
     for doc in docs:
         meta = dict(doc.metadata)
         source = meta.get("source")
-        entry = {"text": doc.page_content, "score": meta.get("score"),
-                 "path": shown_path(source) if isinstance(source, str) else None}
-        if meta.get("page") is not None:
-            entry["page"] = meta["page"]
-        entries.append(entry)
+        entries.append({"text": doc.page_content, "path": shown_path(source) if isinstance(source, str) else None,
+                        "page": meta.get("page"), "score": meta.get("score")})
     if as_json:
         typer.echo(json.dumps(entries, ensure_ascii=False))
         return

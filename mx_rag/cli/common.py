@@ -7,16 +7,40 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
-__all__ = ["fail", "stop_on_signals"]
+__all__ = ["fail", "stop_on_signals", "usage_message"]
 
 
 def fail(exc: Exception) -> NoReturn:
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(1)
+
+
+def usage_message(exc: Any) -> str:
+    """One line for a usage error of the parser: the parameter, the value and the allowed range.
+
+    ``exc`` is the parser's ``UsageError``; a value it could not convert or that is out of an
+    option's ``min``/``max`` comes back as ``--k must be an integer in [1, 100], got '0'`` instead
+    of the validator's wording, which names neither the value nor the range.
+    """
+    param, message = getattr(exc, "param", None), exc.format_message()
+    errors = getattr(exc.__cause__, "errors", None)
+    if param is not None and callable(errors) and errors():
+        name = param.opts[0] if param.opts and param.opts[0].startswith("-") else (param.name or "").upper()
+        error = errors()[0]
+        low, high = getattr(param, "min", None), getattr(param, "max", None)
+        kind = "an integer" if str(error.get("type", "")).startswith("int") or isinstance(low or high, int) else (
+            "a number")
+        if low is not None and high is not None:
+            kind += f" in [{low}, {high}]"
+        elif low is not None or high is not None:
+            kind += f" >= {low}" if low is not None else f" <= {high}"
+        message = f"{name} must be {kind}, got {error.get('input')!r}"
+    command = getattr(getattr(exc, "ctx", None), "command_path", "mxrag")
+    return f"{message.rstrip('.')} (see `{command} --help`)"
 
 
 @contextmanager

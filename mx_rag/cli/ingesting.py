@@ -62,8 +62,10 @@ class Outcome:
         counts = [(len(self.added), "added"), (len(self.updated), "updated"), (len(self.unchanged), "unchanged"),
                   (len(self.failed), "failed"), (len(self.skipped), "skipped"), (len(self.removed), "removed")]
         parts = ", ".join(f"{n} {word}" for n, word in counts if n or word not in ("skipped", "removed"))
-        rate = f", {self.chunks / seconds:.0f} chunks/s" if self.chunks and seconds > 0 else ""
-        return f"knowledge base {self.knowledge_base!r}: {parts} ({self.chunks} chunks in {seconds:.1f} s{rate})"
+        per_second = self.chunks / seconds if seconds > 0 else 0.0
+        rate = f", {per_second:.{0 if per_second >= 10 else 1}f} chunks/s" if self.chunks and seconds > 0 else ""
+        return (f"knowledge base {self.knowledge_base!r}: {parts} ({self.chunks} chunk{'s' * (self.chunks != 1)} "
+                f"in {seconds:.1f} s{rate})")
 
     def kept(self) -> str:
         kept = len(self.added) + len(self.updated)
@@ -94,8 +96,10 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
     memo = FailureMemo(opened.settings.data_dir / MEMO_FILE, f"{who.user_id}/{name}")
     todo = _checked(found, memo, retry_failed, outcome)
     report.start(len(todo) + len(outcome.failed))
+    deferred = set(found.missing) if prune else set()  # a failure only if --prune finds nothing to remove
     for shown, reason in outcome.failed.items():
-        report.file("failed", shown, reason=reason)
+        if shown not in deferred:
+            report.file("failed", shown, reason=reason)
     for shown, reason in found.skipped.items():
         outcome.skipped[shown] = reason
         report.file("skipped", shown, reason=reason)
@@ -109,6 +113,8 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
         _extend_graph(opened, name, found, report, outcome)
     for shown in outcome.pruned_paths:  # with --prune, a missing path whose documents were removed is no failure
         outcome.failed.pop(shown, None)
+    for shown in sorted(deferred - outcome.pruned_paths):
+        report.file("failed", shown, reason=outcome.failed[shown])
     return outcome
 
 

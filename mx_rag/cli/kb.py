@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -70,19 +71,25 @@ def list_(as_json: JsonOption = False, config: ConfigOption = None, data_dir: Da
 @app.command()
 def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption = None,
          data_dir: DataDirOption = None) -> None:
-    """Show the documents of a knowledge base: id, chunks, size and file."""
+    """Show the documents of a knowledge base: id, chunks, the file's size now, and the file.
+
+    A file that changed since it was stored is marked "changed since stored" (mxrag ingest stores
+    it again); one that is gone says so.
+    """
     from mx_rag.cli.answering import shown_path
     from mx_rag.cli.runtime import guard, opened
 
     with guard(), opened(config, data_dir) as here:
         here.require(name)
         described = here.service.describe(here.who, name)
-        paths = {row.document_id: row.document_file_path for row in here.service.open(here.who, name)
-                 .get_all_documents()}
+        rows = {row.document_id: row for row in here.service.open(here.who, name).get_all_documents()}
         if described.get("graph"):
             described["graph_nodes"] = int(here.service.graph(here.who, name).graph.count_nodes())
     for doc in described["documents"]:
-        doc["path"] = shown_path(paths.get(doc["id"], doc["name"]))
+        row = rows.get(doc["id"])
+        doc["path"] = shown_path(row.document_file_path if row else doc["name"])
+        doc["changed"] = bool(row and doc["bytes"] is not None and row.content_hash
+                              and _digest(row.document_file_path) != row.content_hash)
     if as_json:
         typer.echo(json.dumps(described))
         return
@@ -90,7 +97,17 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
     typer.echo(f"{name}: {len(described['documents'])} documents, {described['chunks']} chunks{graph}")
     for doc in described["documents"]:
         size = "gone" if doc["bytes"] is None else _size(doc["bytes"])
-        typer.echo(f"  {doc['id']:>5}  {doc['chunks']:>5} chunks  {size:>9}  {doc['path']}")
+        changed = "  (changed since stored)" if doc["changed"] else ""
+        typer.echo(f"  {doc['id']:>5}  {doc['chunks']:>5} chunks  {size:>9}  {doc['path']}{changed}")
+
+
+def _digest(path: str) -> str | None:
+    from mx_rag.knowledge.ingest import file_digest
+
+    try:
+        return file_digest(Path(path))
+    except OSError:  # unreadable now: not known to differ
+        return None
 
 
 def _size(n: int) -> str:

@@ -83,5 +83,18 @@ _register_rag_commands()
 
 
 def main() -> None:
-    """Entry point of the ``mxrag`` script."""
-    app(prog_name="mxrag")
+    """Entry point of the ``mxrag`` script: a usage error is one line on stderr and exit code 2."""
+    import sys
+
+    from mx_rag.cli.common import usage_message
+
+    usage_error: type[Exception] = typer.BadParameter.__base__  # the parser's UsageError
+    try:
+        code = typer.main.get_command(app).main(prog_name="mxrag", standalone_mode=False)
+    except usage_error as exc:
+        typer.echo(f"error: {usage_message(exc)}", err=True)
+        sys.exit(2)
+    except typer.Abort:  # Ctrl-C or end of input at a prompt
+        typer.echo("error: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -31,7 +31,7 @@ class Reporter:
         """A file handled: stored, updated, unchanged, failed, skipped or removed."""
         self.files += status not in ("skipped", "removed")
         self.chunks += chunks
-        detail = f" ({chunks} chunks)" if chunks else ""
+        detail = f" ({chunks} chunk{'s' * (chunks != 1)})" if chunks else ""
         tail = f": {reason}" if reason else ""
         self.echo(f"{status:<{WIDTH}} {shown}{detail}{tail}")
 

@@ -29,7 +29,7 @@ def serve_retrieval(
     max_top_k: Annotated[int, typer.Option("--max-top-k", help="Largest top_k a request may ask for.")] = 100,
     embedding: EmbeddingOption = None,
 ) -> None:
-    """Ingest ``--docs`` (new and changed files only), then serve ``POST /retrieve`` until SIGINT or SIGTERM.
+    """Ingest --docs (new and changed files only), then serve POST /retrieve until SIGINT or SIGTERM.
 
     The first line of stdout is the retrieve URL (for example http://127.0.0.1:8000/retrieve),
     to pass as CoRAG's retrieve_api_url with ClientParam(use_http=True); everything else goes to

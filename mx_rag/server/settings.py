@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from mx_rag.errors import ParameterError
@@ -111,6 +111,13 @@ class UploadSettings(_Section):
     chunk_size: int = Field(default=750, ge=50, le=100_000)
     chunk_overlap: int = Field(default=150, ge=0, le=10_000)
 
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> UploadSettings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ParameterError(f"upload.chunk_overlap must be in [0, {self.chunk_size - 1}] (below upload.chunk_size "
+                                 f"= {self.chunk_size}), got {self.chunk_overlap}")
+        return self
+
 
 class ServerSettings(BaseSettings):
     """The settings of one server (see the module docstring for the sources)."""
@@ -187,6 +194,6 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> ServerS
     try:
         return ServerSettings(**given)
     except ValidationError as exc:
-        raise as_parameter_error(exc) from exc
+        raise as_parameter_error(exc, ServerSettings) from exc
     finally:
         _config_file.reset(token)

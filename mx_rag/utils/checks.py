@@ -92,11 +92,12 @@ def check_str_mapping(name: str, value: Any, *, max_items: int, max_key: int, ma
     return out
 
 
-def as_parameter_error(exc: Any) -> ParameterError:
+def as_parameter_error(exc: Any, model: Any = None) -> ParameterError:
     """Turn a pydantic ``ValidationError`` into one ``ParameterError``.
 
     Our own checks, raised inside validators, surface unchanged; pydantic's type errors name the
-    field, the problem and the value.
+    field, the problem and the value. With the ``model`` that raised it, a value out of a field's
+    bounds gives the whole range (``upload.max_file_mb must be in [1, 100], got '1000'``).
     """
     errors = exc.errors()
     for error in errors:
@@ -104,5 +105,28 @@ def as_parameter_error(exc: Any) -> ParameterError:
         if isinstance(inner, ParameterError):
             return inner
     first = errors[0]
-    name = ".".join(str(part) for part in first.get("loc", ())) or "argument"
+    loc = first.get("loc", ())
+    name = ".".join(str(part) for part in loc) or "argument"
+    low, high = _bounds(model, loc)
+    if first.get("type") in _BOUND_ERRORS and low is not None and high is not None:
+        return ParameterError(f"{name} must be in [{low}, {high}], got {_show(first.get('input'))}")
     return ParameterError(f"{name}: {first.get('msg')}, got {_show(first.get('input'))}")
+
+
+_BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _bounds(model: Any, loc: tuple[Any, ...]) -> tuple[Any, Any]:
+    """The ``ge`` and ``le`` of the field at ``loc`` of a pydantic ``model`` (None where unknown)."""
+    info = None
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(fields, Mapping) or part not in fields:
+            return None, None
+        info = fields[part]
+        model = info.annotation
+    low = high = None
+    for constraint in getattr(info, "metadata", ()):
+        low = getattr(constraint, "ge", low)
+        high = getattr(constraint, "le", high)
+    return low, high

@@ -119,6 +119,7 @@ def test_search_prints_chunks_without_an_llm(here: Path) -> None:
     assert result.stdout.startswith("[1] docs/guide.md (score ") and "faiss.index" in result.stdout
     found = json.loads(invoke("search", "wool ships", "--kb", "handbook", "--json").stdout)
     assert found[0]["path"] == "docs/harbour.md" and "wool ships" in found[0]["text"]
+    assert list(found[0]) == ["text", "path", "page", "score"] and found[0]["page"] is None  # a Markdown file
 
 
 def test_errors_are_one_line_with_the_right_exit_code(here: Path, llm: ScriptedServer) -> None:

@@ -138,9 +138,16 @@ def test_a_changed_file_is_updated(site: dict[str, Any], monkeypatch: Any) -> No
     monkeypatch.chdir(site["cwd"])
     nested = site["docs"] / "sub" / "nested.md"
     nested.write_text("# Nested\n\nThe nested page now talks about lighthouses.\n", encoding="utf-8")
+    before = {Path(d["path"]).name: d for d in show(site)["documents"]}
+    assert before["nested.md"]["changed"] and not before["far.txt"]["changed"]
+    listed = invoke("kb", "show", "handbook", "--data-dir", data_dir(site)).stdout
+    assert [line for line in listed.splitlines() if "(changed since stored)" in line] == [
+        line for line in listed.splitlines() if line.endswith("docs/sub/nested.md  (changed since stored)")
+    ] != []
     result = invoke("ingest", "docs/sub", "--kb", "handbook")
     assert result.exit_code == 0, result.stderr
-    assert "updated    docs/sub/nested.md (1 chunks)" in result.stderr
+    assert "updated    docs/sub/nested.md (1 chunk)" in result.stderr
+    assert not any(d["changed"] for d in show(site)["documents"])
 
 
 def test_prune_removes_the_documents_of_deleted_files_only(site: dict[str, Any], monkeypatch: Any) -> None:
@@ -163,6 +170,9 @@ def test_prune_removes_the_documents_of_deleted_files_only(site: dict[str, Any],
     gone = invoke("ingest", "docs/sub", "--kb", "handbook", "--prune")  # a deleted folder named: its documents go
     assert gone.exit_code == 0, gone.stderr
     assert "removed    docs/sub/nested.md: its file is gone" in gone.stderr
+    assert "failed     docs/sub" not in gone.stderr  # the path is gone, and that is what --prune is for
+    again = invoke("ingest", "docs/sub", "--kb", "handbook", "--prune")  # nothing left to remove: a failure again
+    assert again.exit_code == 1 and "failed     docs/sub: no such file or folder" in again.stderr
 
 
 def test_an_unknown_data_folder_setting_is_one_line(tmp_path: Path) -> None:

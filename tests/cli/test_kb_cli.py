@@ -87,6 +87,28 @@ def test_unknown_names_and_bad_input(tmp_path: Path) -> None:
     assert invalid.exit_code == 1 and "k" in one_line_error(invalid.stderr)
 
 
+def test_no_help_text_shows_raw_markup() -> None:
+    pending = [(typer.main.get_command(cli.app), "mxrag")]
+    while pending:
+        command, path = pending.pop()
+        texts = [command.help or ""] + [getattr(param, "help", None) or "" for param in command.params]
+        assert not [text for text in texts if "``" in text], path
+        pending += [(sub, f"{path} {name}") for name, sub in getattr(command, "commands", {}).items()]
+
+
+def test_a_setting_out_of_range_names_the_setting_and_the_range(tmp_path: Path, monkeypatch: Any) -> None:
+    overlap = tmp_path / "overlap.toml"
+    overlap.write_text("[upload]\nchunk_size = 100\nchunk_overlap = 800\n", encoding="utf-8")
+    shown = invoke("config", "show", "--config", str(overlap))
+    assert shown.exit_code == 1
+    assert one_line_error(shown.stderr) == (
+        "error: upload.chunk_overlap must be in [0, 99] (below upload.chunk_size = 100), got 800")
+    monkeypatch.setenv("MXRAG_UPLOAD__MAX_FILE_MB", "1000")
+    too_big = invoke("config", "show")
+    assert too_big.exit_code == 1
+    assert one_line_error(too_big.stderr) == "error: upload.max_file_mb must be in [1, 100], got '1000'"
+
+
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "mx_rag.cli", "--debug", "kb", "show", "nope", "--data-dir", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=clean_env(), check=False)
@@ -94,6 +116,21 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     command.remove("--debug")
     quiet = subprocess.run(command, capture_output=True, text=True, timeout=120, env=clean_env(), check=False)
     assert quiet.returncode == 1 and one_line_error(quiet.stderr)
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["search", "q", "--k", "0"], "error: --k must be an integer in [1, 100], got '0' (see `mxrag search --help`)"),
+    (["ask", "q", "--temperature", "3"],
+     "error: --temperature must be a number in [0.0, 2.0], got '3' (see `mxrag ask --help`)"),
+    (["keys", "revoke", "abc"], "error: KEY_ID must be an integer, got 'abc' (see `mxrag keys revoke --help`)"),
+    (["kb", "show"], "error: Missing argument 'name' (see `mxrag kb show --help`)"),
+    (["bogus"], "error: No such command 'bogus' (see `mxrag --help`)"),
+])
+def test_a_usage_error_is_one_line_with_the_value_and_the_range(tmp_path: Path, args: list[str], line: str) -> None:
+    command = [sys.executable, "-m", "mx_rag.cli", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=clean_env(), check=False,
+                          cwd=tmp_path)
+    assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
 
 
 def test_import_of_the_command_stays_light() -> None:
