@@ -88,7 +88,7 @@ def main() -> None:
 
     from mx_rag.cli.common import usage_message
 
-    usage_error: type[Exception] = typer.BadParameter.__base__  # the parser's UsageError
+    usage_error: type[Exception] = typer.BadParameter.__mro__[1]  # the parser's UsageError (not exported)
     try:
         code = typer.main.get_command(app).main(prog_name="mxrag", standalone_mode=False)
     except usage_error as exc:
