@@ -103,8 +103,10 @@ def _run(settings: Any, mode: str) -> None:
     url = f"http://{host}:{sock.getsockname()[1]}"
     typer.echo(url)
     typer.echo(f"mxrag serve: {url} ({mode}); {settings.workers} worker(s); MCP at {url}/mcp", err=True)
+    # uvicorn kills a worker that misses a 5 s health ping, with the requests it serves; a worker
+    # starved of CPU (the embedded LLM on every core, an ingest) is slow, not hung: allow a minute
     config = uvicorn.Config("mx_rag.server.app:app_from_environment", factory=True, workers=settings.workers,
-                            log_level="warning", timeout_graceful_shutdown=10)
+                            log_level="warning", timeout_graceful_shutdown=10, timeout_worker_healthcheck=60)
     try:
         if settings.workers > 1:
             Multiprocess(config, sockets=[sock]).run()
