@@ -27,13 +27,14 @@ def usage_message(exc: Any) -> str:
     of the validator's wording, which names neither the value nor the range.
     """
     param, message = getattr(exc, "param", None), exc.format_message()
-    errors = getattr(exc.__cause__, "errors", None)
-    if param is not None and callable(errors) and errors():
+    errors = exc.__cause__.errors() if hasattr(exc.__cause__, "errors") else []  # the validator's, if any
+    if param is not None and errors:
         name = param.opts[0] if param.opts and param.opts[0].startswith("-") else (param.name or "").upper()
-        error = errors()[0]
+        error = errors[0]
         low, high = getattr(param, "min", None), getattr(param, "max", None)
-        kind = "an integer" if str(error.get("type", "")).startswith("int") or isinstance(low or high, int) else (
-            "a number")
+        bound = low if low is not None else high
+        integer = str(error.get("type", "")).startswith("int") or isinstance(bound, int)
+        kind = "an integer" if integer else "a number"
         if low is not None and high is not None:
             kind += f" in [{low}, {high}]"
         elif low is not None or high is not None:
