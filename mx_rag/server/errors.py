@@ -5,7 +5,8 @@ Every error answer is ``{"error": {"code": "<word>", "message": "<one line>"}}``
 OpenAI clients parse) with a 4xx or 5xx status: 400 bad argument, 401 no or unknown key, 403 a
 key without the right, 404 unknown knowledge base or document, 409 a name another user holds,
 413 body over the limit, 422 a malformed body (the fields named, their values never echoed),
-500 anything else (logged; its text not sent), 502 the LLM or another remote service failed.
+500 anything else (logged; its text not sent), 501 a feature whose optional dependencies the
+server lacks (the extra to install named), 502 the LLM or another remote service failed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mx_rag.errors import KnowledgeError, MxRagError, ParameterError, RemoteError
+from mx_rag.errors import ExtraNotInstalledError, KnowledgeError, MxRagError, ParameterError, RemoteError
 
 __all__ = ["ApiError", "BodyLimit", "error_response", "install_error_handling"]
 
@@ -54,6 +55,8 @@ def _status_of(exc: MxRagError) -> tuple[int, str]:
         return 400, "knowledge_error"
     if isinstance(exc, RemoteError):
         return 502, "upstream_error"
+    if isinstance(exc, ExtraNotInstalledError):
+        return 501, "not_installed"
     return 500, "internal_error"
 
 

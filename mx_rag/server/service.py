@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import Engine, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from mx_rag.errors import KnowledgeError, ParameterError
+from mx_rag.errors import ExtraNotInstalledError, KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
@@ -177,6 +177,8 @@ class KnowledgeService:
         """Create a knowledge base owned by ``who`` (KnowledgeError if another user has that name);
         ``graph=True`` also keeps a knowledge graph of its documents."""
         check_kb_name(name)
+        if graph:
+            self._check_graph_extra()
         self.registry.add_knowledge(name, who.user_id, "admin")
         if graph:
             self._graph_dir(who, name).mkdir(parents=True, exist_ok=True)
@@ -251,6 +253,18 @@ class KnowledgeService:
 
     def _graph_dir(self, who: Principal, name: str) -> Path:
         return self.graphs / who.user_id / name
+
+    def _check_graph_extra(self) -> None:
+        """Refuse a graph knowledge base before it is made when its graph could not be built:
+        networkx, and spaCy with its English model for the offline extractor (extra ``graph``)."""
+        from importlib.util import find_spec
+
+        if find_spec("networkx") is None:
+            raise ExtraNotInstalledError("networkx", "graph")
+        if self.settings.graph.extractor != "llm":
+            from mx_rag.graphrag.offline_extractor import check_installed
+
+            check_installed()
 
     def is_graph(self, who: Principal, name: str) -> bool:
         """Whether knowledge base ``name`` keeps a knowledge graph."""

@@ -6,7 +6,9 @@ entities around the answer, and cut when a document is deleted. A real uvicorn s
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -98,3 +100,32 @@ def test_a_plain_chain_has_no_graph_field_and_deleting_cuts_the_graph(
         [document] = client.get(f"/v1/knowledge-bases/{KB}/documents").json()["documents"]
         assert client.delete(f"/v1/knowledge-bases/{KB}/documents/{document['id']}").status_code == 200
         assert pipeline.documents() == [] and pipeline.graph.count_nodes() == 0
+
+
+def test_a_graph_knowledge_base_is_refused_before_it_is_made_without_the_graph_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without spaCy (hidden from imports here), creating a graph knowledge base answers 501 with
+    the extra to install and makes nothing; a plain one is still made, and so is a graph one when
+    the LLM extracts the graph (spaCy is then not needed)."""
+    monkeypatch.setitem(sys.modules, "spacy", None)  # "import spacy" fails, find_spec finds nothing
+    service = KnowledgeService(load_settings(data_dir=tmp_path / "offline"))
+    try:
+        with AppServer(create_app(service, None), host="127.0.0.1", port=0) as server, \
+                httpx.Client(base_url=server.base_url, timeout=TIMEOUT) as client:
+            refused = client.post("/v1/knowledge-bases", json={"name": "g", "graph": True})
+            assert refused.status_code == 501, refused.text
+            assert refused.json()["error"] == {
+                "code": "not_installed",
+                "message": "this feature needs the Python module 'spacy', which is not installed: "
+                           'run pip install "mxrag[graph]"'}
+            assert client.post("/v1/knowledge-bases", json={"name": "plain"}).status_code == 201
+            listed = client.get("/v1/knowledge-bases").json()
+        assert [kb["name"] for kb in listed["knowledge_bases"]] == ["plain"]
+        assert not service.is_graph(Principal(LOCAL_USER, admin=True), "g")
+    finally:
+        service.close()
+    by_llm = KnowledgeService(load_settings(data_dir=tmp_path / "llm", graph={"extractor": "llm"}))
+    try:
+        assert by_llm.create(Principal(LOCAL_USER, admin=True), "g", graph=True)["graph"] is True
+    finally:
+        by_llm.close()
