@@ -52,16 +52,6 @@ def chunk_language(text: str) -> str:
     return "zh" if letters and len(_CJK.findall(text)) / letters >= CJK_SHARE else "en"
 
 
-def check_installed() -> None:
-    """Raise ``ExtraNotInstalledError`` unless spaCy and its English model are installed; nothing
-    is imported (for a caller that must refuse early, such as creating a graph knowledge base)."""
-    from importlib.util import find_spec
-
-    for module in ("spacy", SPACY_MODEL):
-        if find_spec(module) is None:
-            raise ExtraNotInstalledError(module, "graph")
-
-
 def _spacy_model() -> Any:
     with _model_lock:
         if "spacy" not in _models:

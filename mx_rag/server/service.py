@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import Engine, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from mx_rag.errors import ExtraNotInstalledError, KnowledgeError, ParameterError
+from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
@@ -257,14 +257,11 @@ class KnowledgeService:
     def _check_graph_extra(self) -> None:
         """Refuse a graph knowledge base before it is made when its graph could not be built:
         networkx, and spaCy with its English model for the offline extractor (extra ``graph``)."""
-        from importlib.util import find_spec
+        from mx_rag.graphrag.offline_extractor import SPACY_MODEL
+        from mx_rag.utils.lazy import check_extra
 
-        if find_spec("networkx") is None:
-            raise ExtraNotInstalledError("networkx", "graph")
-        if self.settings.graph.extractor != "llm":
-            from mx_rag.graphrag.offline_extractor import check_installed
-
-            check_installed()
+        offline = self.settings.graph.extractor != "llm"
+        check_extra("graph", "networkx", *(("spacy", SPACY_MODEL) if offline else ()))
 
     def is_graph(self, who: Principal, name: str) -> bool:
         """Whether knowledge base ``name`` keeps a knowledge graph."""
