@@ -21,8 +21,10 @@ from mx_rag.server import metrics
 from mx_rag.server.answers import Answerer
 from mx_rag.server.auth import Authenticator
 from mx_rag.server.errors import error_response, install_error_handling
+from mx_rag.server.guard import Guard
 from mx_rag.server.kb_api import kb_router
 from mx_rag.server.openai_api import openai_router
+from mx_rag.server.schema import ERROR_RESPONSE, KEYED_ERRORS, PUBLIC_ERRORS
 from mx_rag.server.service import KnowledgeService
 from mx_rag.server.settings import ServerSettings
 from mx_rag.server.tei_api import tei_router
@@ -36,32 +38,38 @@ logger = logging.getLogger(__name__)
 def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
     """The server's FastAPI app over ``service``'s knowledge bases, answering with ``llm``."""
     settings = service.settings
-    auth = Authenticator(service.keys, service.local_principal())
+    auth = Authenticator(service.keys, service.local_principal(), local_mode=settings.local_only)
     app = FastAPI(title="mx_rag", version="1", docs_url=None, redoc_url=None)
     app.state.service, app.state.auth = service, auth
-    install_error_handling(app, settings.max_body_mb * MB)
-    app.add_middleware(metrics.RequestMetrics)  # outermost: it also counts the 413s of the body limit
+    upload = settings.upload
+    install_error_handling(app, settings.max_body_mb * MB, upload.max_files * upload.max_file_mb * MB + MB)
+    app.add_middleware(Guard, auth=auth)  # outside the body limit: no body is read before the key is checked
+    app.add_middleware(metrics.RequestMetrics)  # outermost: it also counts the refusals of the two above
 
-    app.include_router(openai_router(Answerer(service, llm), auth.principal))
-    app.include_router(kb_router(service, auth.principal))
+    app.include_router(openai_router(Answerer(service, llm), auth.principal), responses=KEYED_ERRORS)
+    app.include_router(kb_router(service, auth.principal, auth.admin), responses=KEYED_ERRORS)
     _optional_routes(app, service, llm, auth)
 
-    @app.get("/healthz")
+    @app.get("/healthz", responses=PUBLIC_ERRORS)
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", response_model=None)
+    @app.get("/readyz", response_model=None, responses={**PUBLIC_ERRORS, 503: ERROR_RESPONSE})
     def readyz() -> Any:
         try:
             service.registry.get_all_knowledge_info(service.local_principal().user_id)
             service.vectors.count()
             service.chunks.count()
             service.embedding.embed_documents(["ready"])  # loads the model on the first call
-        except Exception as exc:
-            return error_response(503, "not_ready", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # the reason goes to the log only: this answer needs no key
+            logger.warning("not ready: %s: %s", type(exc).__name__, exc)
+            return error_response(503, "not_ready", f"a store or the embedding model is not usable "
+                                  f"({type(exc).__name__}; the server's log has the reason)")
         return {"status": "ready"}
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=Response, responses={
+        **PUBLIC_ERRORS, 200: {"content": {metrics.CONTENT_TYPE: {"schema": {"type": "string"}}},
+                               "description": "Prometheus text format"}})
     def prometheus() -> Response:
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
@@ -73,7 +81,7 @@ def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM,
     """The TEI routes, the web app, and MCP where its package is installed."""
     from mx_rag.server.webapp import mount_webapp
 
-    app.include_router(tei_router(service, auth.principal))
+    app.include_router(tei_router(service, auth.principal), responses=KEYED_ERRORS)
     mount_webapp(app)
     try:
         from mx_rag.server.mcp_api import mount_mcp

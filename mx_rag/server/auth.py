@@ -1,10 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Who a request acts for: ``Authorization: Bearer <API key>``, or the local user.
 
-With no API key configured the server is in local single-user mode: every request acts for the
-local user, and ``mxrag serve`` only listens on 127.0.0.1. Once a key exists, every route except
-``/healthz``, ``/readyz`` and ``/metrics`` needs one (the check is cached for a few seconds, so a
-revoked key stops working within that time on every worker).
+With no API key configured a server on 127.0.0.1 is in local single-user mode: every request
+acts for the local user (an admin). Once a key exists, every route except ``/healthz``,
+``/readyz``, ``/metrics`` and the web app's files needs one (the check is cached for a few
+seconds, so a revoked key stops working within that time on every worker). A server that
+listens on another address never falls back to local mode: with every key revoked it refuses
+every request (401) until a key is created again.
+
+What a key may do: any key reads, searches and asks the knowledge bases its user has a role in;
+changing anything (creating or deleting a knowledge base, uploading or deleting documents, MCP
+``add_document``) needs an admin key (``mxrag keys create USER --admin``) and, in an existing
+knowledge base, its user's admin role there (a ``member`` only reads).
+
+``Guard`` resolves the principal before the body is read and keeps it in the request's scope
+(``PRINCIPAL``); ``principal`` and ``admin`` are the routes' dependencies.
 """
 
 from __future__ import annotations
@@ -17,45 +27,86 @@ from fastapi import Request
 from mx_rag.server.errors import ApiError
 from mx_rag.server.keys import KeyStore, Principal
 
-__all__ = ["Authenticator"]
+__all__ = ["CACHE_S", "PRINCIPAL", "Authenticator"]
 
 CACHE_S = 5.0
+PRINCIPAL = "mx_rag.principal"  # the scope key Guard keeps the principal under
 
 
 class Authenticator:
-    """Resolves the principal of a request from its bearer key."""
+    """Resolves the principal of a request from its bearer key.
 
-    def __init__(self, keys: KeyStore, local: Principal) -> None:
+    Args:
+        keys: the key store.
+        local: the principal of local mode.
+        local_mode: whether the server may run in local mode when no key is active (a server on
+            127.0.0.1); False: no active key means every request is refused.
+    """
+
+    def __init__(self, keys: KeyStore, local: Principal, *, local_mode: bool = True) -> None:
         self._keys = keys
         self._local = local
+        self._local_mode = local_mode
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Principal | None]] = {}
-        self._keys_exist: tuple[float, bool] = (0.0, False)
+        self._keys_exist: tuple[float, bool] = (-CACHE_S - 1, False)
+
+    def keys_configured_cached(self) -> bool | None:
+        """Whether keys are needed, from the cache; None when the database must be asked."""
+        if not self._local_mode:
+            return True
+        checked, exist = self._keys_exist
+        return exist if time.monotonic() - checked <= CACHE_S else None
 
     def keys_configured(self) -> bool:
-        checked, exist = self._keys_exist
-        if time.monotonic() - checked > CACHE_S:
-            exist = self._keys.any_active()
-            self._keys_exist = (time.monotonic(), exist)
-        return exist
+        """Whether requests need a key (asks the database at most every few seconds)."""
+        known = self.keys_configured_cached()
+        if known is None:
+            known = self._keys.any_active()
+            self._keys_exist = (time.monotonic(), known)
+        return known
 
-    def principal(self, request: Request) -> Principal:
-        """The request's principal; ApiError 401 without a valid key when keys are configured."""
-        header = request.headers.get("authorization", "")
-        scheme, _, key = header.partition(" ")
+    def cached(self, header: str) -> Principal | None:
+        """The principal of an ``Authorization`` header where the cache knows it; None when the
+        database must be asked (``resolve``); ApiError 401 for a key known to be invalid."""
+        configured = self.keys_configured_cached()
+        if configured is None:
+            return None
+        if not configured:
+            return self._local
+        key = _bearer(header)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is None or now - hit[0] > CACHE_S:
+            return None
+        if hit[1] is None:
+            raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
+        return hit[1]
+
+    def resolve(self, header: str) -> Principal:
+        """The principal of an ``Authorization`` header; ApiError 401 without a valid key when
+        keys are needed."""
         if not self.keys_configured():
             return self._local
-        if scheme.lower() != "bearer" or not key.strip():
-            raise ApiError(401, "unauthorized", "this server needs an API key: send 'Authorization: Bearer <key>'")
-        found = self._lookup(key.strip())
+        found = self._lookup(_bearer(header))
         if found is None:
             raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
         return found
 
+    def principal(self, request: Request) -> Principal:
+        """The request's principal (as ``Guard`` found it); ApiError 401 without a valid key."""
+        found = request.scope.get(PRINCIPAL)
+        if isinstance(found, Principal):
+            return found
+        return self.resolve(request.headers.get("authorization", ""))
+
     def admin(self, request: Request) -> Principal:
+        """The request's principal if its key is an admin key; ApiError 403 otherwise."""
         who = self.principal(request)
         if not who.admin:
-            raise ApiError(403, "forbidden", "this needs an admin key")
+            raise ApiError(403, "forbidden", "this needs an admin key (mxrag keys create USER --admin): "
+                           "this key may only read and ask")
         return who
 
     def _lookup(self, key: str) -> Principal | None:
@@ -70,3 +121,11 @@ class Authenticator:
                 self._cache.clear()
             self._cache[key] = (now, found)
         return found
+
+
+def _bearer(header: str) -> str:
+    """The key of ``Bearer <key>``; ApiError 401 for anything else."""
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise ApiError(401, "unauthorized", "this server needs an API key: send 'Authorization: Bearer <key>'")
+    return key.strip()

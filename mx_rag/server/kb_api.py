@@ -13,6 +13,9 @@ GET      /v1/knowledge-bases/{kb}/jobs/{job}              an upload's progress a
 POST     /v1/knowledge-bases/{kb}/retrieve                CoRAG's retrieval API over the knowledge base
 =======  ===============================================  ===========================================
 
+POST and DELETE need an admin key, and in an existing knowledge base the admin role of the key's
+user (a member reads and asks only): 403 otherwise.
+
 An upload is checked whole before anything is kept: every file must have a supported type and
 fit the size limit (streamed to disk, never held in memory); otherwise the answer is 400/413 and
 nothing is stored. Ingestion then runs in the background.
@@ -51,9 +54,12 @@ class RetrieveRequest(BaseModel):
     top_k: StrictInt = Field(default=5, ge=1, le=100)
 
 
-def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
+def kb_router(service: KnowledgeService, principal: Any, admin: Any) -> APIRouter:
+    """The routes, acting for ``principal(request)``; those that change something for
+    ``admin(request)`` (an admin key, see ``auth``)."""
     router = APIRouter(prefix="/v1/knowledge-bases")
     Who = Annotated[Principal, Depends(principal)]
+    Admin = Annotated[Principal, Depends(admin)]
     upload = service.settings.upload
 
     @router.get("")
@@ -61,7 +67,7 @@ def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
         return {"knowledge_bases": [service.describe(who, name) for name in service.names(who)]}
 
     @router.post("", status_code=201)
-    def create(body: CreateRequest, who: Who) -> dict[str, Any]:
+    def create(body: CreateRequest, who: Admin) -> dict[str, Any]:
         return service.create(who, body.name, graph=body.graph)
 
     @router.get("/{kb}")
@@ -69,7 +75,7 @@ def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
         return service.describe(who, kb)
 
     @router.delete("/{kb}")
-    def delete(kb: str, who: Who) -> dict[str, Any]:
+    def delete(kb: str, who: Admin) -> dict[str, Any]:
         service.delete(who, kb)
         return {"deleted": kb}
 
@@ -78,15 +84,15 @@ def kb_router(service: KnowledgeService, principal: Any) -> APIRouter:
         return {"documents": service.describe(who, kb)["documents"]}
 
     @router.delete("/{kb}/documents/{document_id}")
-    def delete_document(kb: str, document_id: int, who: Who) -> dict[str, Any]:
+    def delete_document(kb: str, document_id: int, who: Admin) -> dict[str, Any]:
         service.delete_document(who, kb, document_id)
         return {"deleted": document_id}
 
     @router.post("/{kb}/documents", status_code=202)
-    async def upload_documents(kb: str, request: Request, who: Who) -> JSONResponse:
+    async def upload_documents(kb: str, request: Request, who: Admin) -> JSONResponse:
         if not request.headers.get("content-type", "").startswith("multipart/form-data"):
             raise ApiError(415, "unsupported_media_type", "upload files as multipart/form-data in the field 'files'")
-        service.open(who, kb)  # 404 before reading the body
+        service.require_admin(who, kb)  # 404 or 403 before reading the body
         limit = upload.max_file_mb * 1024 * 1024
         form = await request.form(max_files=upload.max_files, max_part_size=limit + 1)
         files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]

@@ -12,7 +12,7 @@ Every call acts for one principal, resolved for each call: over streamable HTTP 
 of the HTTP request that carries it (the same ``Authenticator`` as the REST routes: without keys
 configured, the local user; with keys, a request without a valid key is answered 401 and a
 key reaches only its own user's knowledge bases); over stdio the principal the command chose.
-Adding a document needs the admin role in the knowledge base. A refused or failed call is an
+Adding a document needs an admin key and the admin role in the knowledge base. A refused or failed call is an
 MCP tool error (``isError``) whose text is one line.
 
 The HTTP endpoint is stateless (each POST stands alone, JSON answers), so any worker of a
@@ -202,11 +202,10 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
 
 
 def _add_document(service: KnowledgeService, who: Principal, kb: str, filename: Any, content: Any) -> dict[str, Any]:
-    service.open(who, kb)  # no such knowledge base for them: KnowledgeError
-    role = service.registry.get_all_usr_role_by_knowledge(kb).get(who.user_id)
-    if role != "admin":  # ingestion would refuse too, but only after the upload was kept
-        raise KnowledgeError(f"{who.user_id!r} is not an admin of knowledge base {kb!r}: adding documents "
-                             "needs the admin role")
+    service.require_admin(who, kb)  # before anything is kept: no such knowledge base, or only a member
+    if not who.admin:
+        raise KnowledgeError("adding documents needs an admin key (mxrag keys create USER --admin): "
+                             "this key may only read and ask")
     if not isinstance(filename, str):
         raise ParameterError("filename must be a string")
     base = service.check_upload_name(filename)

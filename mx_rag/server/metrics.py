@@ -9,7 +9,12 @@ import time
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["RequestMetrics", "count_ingested", "count_tokens", "exposition", "observe_request"]
+__all__ = ["CONTENT_TYPE", "METHODS", "RequestMetrics", "count_ingested", "count_tokens", "exposition",
+           "observe_request"]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+# the method label: any other method a client makes up counts as "other", so clients cannot grow the series
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 REGISTRY = CollectorRegistry()
 _REQUESTS = Counter("mxrag_requests", "HTTP requests answered", ["route", "method", "status"], registry=REGISTRY)
@@ -22,7 +27,7 @@ _FILES = Counter("mxrag_ingested_files", "Uploaded files ingested, by result", [
 
 
 def observe_request(route: str, method: str, status: int, seconds: float) -> None:
-    _REQUESTS.labels(route, method, str(status)).inc()
+    _REQUESTS.labels(route, method if method in METHODS else "other", str(status)).inc()
     _LATENCY.labels(route).observe(seconds)
 
 

@@ -20,24 +20,20 @@ import logging
 import re
 import shutil
 import threading
-import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import Engine, Integer, MetaData, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy import Engine
 
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, create_tables, embedding_id
+from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, embedding_id
 from mx_rag.server import metrics
+from mx_rag.server.jobs import IngestJob, JobStore
 from mx_rag.server.keys import KeyStore, Principal
 from mx_rag.server.settings import ServerSettings
 from mx_rag.utils.common import MB
@@ -50,42 +46,6 @@ KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is
 _FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
 GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
 LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
-
-
-class _Base(DeclarativeBase):
-    metadata = MetaData()
-
-
-class _JobRow(_Base):
-    __tablename__ = "ingest_jobs"
-
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    user_id: Mapped[str] = mapped_column(String(64), index=True)
-    knowledge_name: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # queued, running, building graph, done, failed
-    total: Mapped[int] = mapped_column(Integer)
-    processed: Mapped[int] = mapped_column(Integer, default=0)
-    results: Mapped[str] = mapped_column(Text, default="{}")  # file name -> stored | unchanged | failed: why
-    error: Mapped[str] = mapped_column(Text, default="")
-    created: Mapped[float] = mapped_column()
-    updated: Mapped[float] = mapped_column()
-
-
-@dataclass(frozen=True)
-class IngestJob:
-    """An upload's background ingestion, as ``GET /v1/knowledge-bases/{kb}/jobs/{id}`` shows it."""
-
-    id: str
-    knowledge_base: str
-    status: str
-    total: int
-    processed: int
-    results: dict[str, str]
-    error: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "knowledge_base": self.knowledge_base, "status": self.status, "total": self.total,
-                "processed": self.processed, "results": self.results, "error": self.error}
 
 
 class KnowledgeService:
@@ -110,7 +70,7 @@ class KnowledgeService:
         self.registry = open_registry(settings)
         self._engine: Engine = self.registry.engine
         self.keys = KeyStore(self._engine)
-        create_tables(_Base.metadata, self._engine, "the ingest_jobs table")
+        self.jobs = JobStore(self._engine, lease_s=settings.upload.job_lease_s, on_reaped=self._drop_orphans)
         self.embedding_model = choose_embedding(settings.embedding.model, self.registry.embedding_models())
         self.embedding = TextEmbedding(self.embedding_model)
         self.chunks = self._chunk_store()
@@ -170,6 +130,7 @@ class KnowledgeService:
 
     def close(self) -> None:
         self._jobs.shutdown(wait=True, cancel_futures=False)
+        self.jobs.stop()
 
     # -- knowledge bases -------------------------------------------------------------------------
 
@@ -220,15 +181,26 @@ class KnowledgeService:
         return {"name": name, "documents": documents, "chunks": sum(d["chunks"] for d in documents),
                 "graph": self.is_graph(who, name)}
 
+    def require_admin(self, who: Principal, name: str) -> KnowledgeDB:
+        """The knowledge base ``name`` if ``who`` has its admin role (KnowledgeError otherwise:
+        no such knowledge base for them, or only a member's role)."""
+        kb = self.open(who, name)
+        if self.registry.get_all_usr_role_by_knowledge(name).get(who.user_id) != "admin":
+            raise KnowledgeError(f"{who.user_id!r} is not an admin of knowledge base {name!r}: only its admins "
+                                 "may change it")
+        return kb
+
     def delete(self, who: Principal, name: str) -> None:
         """Delete a knowledge base with its documents and uploaded files (admins only)."""
-        kb = self.open(who, name)
+        kb = self.require_admin(who, name)
+        users = [Principal(user, admin=True) for user in self.registry.get_all_usr_role_by_knowledge(name)]
         kb.delete_all()
-        with self._open_lock:
-            self._open.pop((who.user_id, name), None)
-            self._graphs.pop((who.user_id, name), None)
-        shutil.rmtree(self._folder(who, name), ignore_errors=True)
-        shutil.rmtree(self._graph_dir(who, name), ignore_errors=True)
+        for user in users:  # the uploads and graph of every member, kept under their own folders
+            with self._open_lock:
+                self._open.pop((user.user_id, name), None)
+                self._graphs.pop((user.user_id, name), None)
+            shutil.rmtree(self._folder(user, name), ignore_errors=True)
+            shutil.rmtree(self._graph_dir(user, name), ignore_errors=True)
 
     def delete_document(self, who: Principal, name: str, document_id: int) -> None:
         """Delete one document; its file too when it is an upload kept under ``<data>/uploads``
@@ -307,8 +279,8 @@ class KnowledgeService:
     def check_upload_name(self, filename: str) -> str:
         """The base name of an uploaded file, if its type has a loader (ParameterError otherwise)."""
         base = filename if isinstance(filename, str) else ""  # a path part ("../x.txt", "a\\b.txt"): refused below
-        if not _FILENAME.fullmatch(base) or base in (".", ".."):
-            raise ParameterError(f"file name {filename!r} is not a plain file name of 1 to 255 characters")
+        if not _FILENAME.fullmatch(base) or base in (".", "..") or len(base.encode("utf-8", "replace")) > 255:
+            raise ParameterError(f"file name {filename!r} is not a plain file name of 1 to 255 bytes (UTF-8)")
         suffix = Path(base).suffix.lower()
         if suffix not in {s.lower() for s in self.loader.loaders}:
             allowed = ", ".join(sorted({s.lower() for s in self.loader.loaders}))
@@ -323,7 +295,7 @@ class KnowledgeService:
         folder = self._folder(who, name)
         folder.mkdir(parents=True, exist_ok=True)
         limit = self.settings.upload.max_file_mb * MB
-        partial = folder / f".{base}.{uuid.uuid4().hex}.part"
+        partial = folder / f".{uuid.uuid4().hex}.part"  # short: any allowed name fits beside it
         size = 0
         try:
             with partial.open("wb") as out:
@@ -349,58 +321,53 @@ class KnowledgeService:
             final = folder / base
             partial.replace(final)
             files.append(final)
-        now = time.time()
-        job = _JobRow(id=uuid.uuid4().hex, user_id=who.user_id, knowledge_name=name, status="queued",
-                      total=len(files), processed=0, results="{}", error="", created=now, updated=now)
-        with self._session() as session:
-            session.add(job)
-        self._jobs.submit(self._run_job, job.id, kb, files)
-        return self.job(who, name, job.id)
+        job_id = self.jobs.create(who.user_id, name, files)
+        self._jobs.submit(self._run_job, job_id, kb, files)
+        return self.job(who, name, job_id)
 
     def _run_job(self, job_id: str, kb: KnowledgeDB, files: list[Path]) -> None:
-        self._update(job_id, status="running")
+        if not self.jobs.claim(job_id):  # reaped while it waited (this worker was stalled): not ours to run
+            return
         results: dict[str, str] = {}
         try:
             for path in files:  # one file at a time, so progress can be seen and kept per file
                 report = ingest_files(kb, [str(path)], self.loader, self.embedding.embed_documents, force=True)
                 if report.failed:
-                    results[path.name] = "failed: no text could be read, or it could not be stored"
+                    why = report.reasons.get(str(path), "failed").replace(str(path.parent) + "/", "")
+                    results[path.name] = f"failed: {why}"[:500]
+                    self._drop_orphans(kb.user_id, kb.knowledge_name, [path], job_id)
                 elif report.unchanged:
                     results[path.name] = "unchanged"
                 else:
                     results[path.name] = "stored"
                 metrics.count_ingested(results[path.name].split(":")[0])
-                self._update(job_id, processed=len(results), results=json.dumps(results))
+                self.jobs.update(job_id, processed=len(results), results=json.dumps(results))
             who = Principal(kb.user_id, admin=True)
             if self.is_graph(who, kb.knowledge_name):
-                self._update(job_id, status="building graph")
+                self.jobs.update(job_id, status="building graph")
                 stored = [p for p in files if results.get(p.name) == "stored"]
                 self.build_graph(who, kb.knowledge_name, stored)
-            self._update(job_id, status="done")
+            self.jobs.update(job_id, status="done")
         except Exception as exc:  # a job must end with a status, whatever went wrong
             logger.exception("ingestion job %s failed", job_id)
-            self._update(job_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+            self.jobs.update(job_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+            self._drop_orphans(kb.user_id, kb.knowledge_name, files)
+
+    def _drop_orphans(self, user_id: str, name: str, files: list[Path], job_id: str | None = None) -> None:
+        """Remove the uploaded ``files`` that no document holds and no running job (but
+        ``job_id``) will ingest."""
+        try:
+            held = {row.document_file_path for row in self.registry.get_all_documents(name, user_id)}
+        except KnowledgeError:  # the knowledge base is gone (deleted with its folder)
+            held = set()
+        held |= self.jobs.active_files(but=job_id)
+        uploads = self.uploads.resolve()
+        for path in files:
+            if str(path) not in held and path.resolve().is_relative_to(uploads):
+                path.unlink(missing_ok=True)
 
     def job(self, who: Principal, name: str, job_id: str) -> IngestJob:
-        with self._session() as session:
-            row = session.get(_JobRow, job_id)
-            if row is None or row.user_id != who.user_id or row.knowledge_name != name:
-                raise KnowledgeError(f"knowledge base {name!r} has no job {job_id!r}")
-            return IngestJob(row.id, row.knowledge_name, row.status, row.total, row.processed,
-                             json.loads(row.results), row.error)
-
-    def _update(self, job_id: str, **values: Any) -> None:
-        with self._session() as session:
-            row = session.get(_JobRow, job_id)
-            if row is not None:
-                for key, value in values.items():
-                    setattr(row, key, value)
-                row.updated = time.time()
-
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        with Session(self._engine, expire_on_commit=False) as session, session.begin():
-            yield session
+        return self.jobs.get(who.user_id, name, job_id)
 
     # -- principals ------------------------------------------------------------------------------
 

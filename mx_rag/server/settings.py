@@ -110,6 +110,10 @@ class UploadSettings(_Section):
     max_files: int = Field(default=100, ge=1, le=1000)
     chunk_size: int = Field(default=750, ge=50, le=100_000)
     chunk_overlap: int = Field(default=150, ge=0, le=10_000)
+    job_lease_s: float = Field(
+        default=30.0, ge=1, le=3600,
+        description="an upload job whose worker stopped renewing its lease this long is marked failed",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> UploadSettings:

@@ -76,7 +76,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         service.create(service.local_principal(), "desk")
         _ingest(service, alice, "handbook", "storage.md", HANDBOOK)
         _ingest(service, service.local_principal(), "desk", "office.txt", DESK)
-        keys = {user: service.keys.create(user) for user in ("alice_01", "bob_0001", "carol_01")}
+        keys = {user: service.keys.create(user, admin=user != "carol_01")  # carol's key only reads
+                for user in ("alice_01", "bob_0001", "carol_01")}
         app = create_app(service, server_llm(settings, llm.url("/v1")))
         try:
             with AppServer(app) as server:
