@@ -5,9 +5,13 @@
 
     mxrag kb create handbook [--graph]
     mxrag kb list
-    mxrag kb show handbook [--json]
+    mxrag kb show handbook [--json] [--user alice_01]
     mxrag kb delete handbook --yes
-    mxrag kb repair [--kb handbook] [--check]
+    mxrag kb repair [--kb handbook] [--check] [--user alice_01 | --all]
+
+The commands act for the local user (the one of ``mxrag serve`` without keys); ``--user`` reaches
+the knowledge bases of a key's user, ``repair --all`` those of every user (operator commands:
+they read the data folder directly, with no key).
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, Jso
 app = typer.Typer(help="Create, list, show, delete and repair knowledge bases (in --data-dir, default .mxrag).",
                   no_args_is_help=True)
 
+UserOption = Annotated[
+    str | None,
+    typer.Option("--user", help="Act for this user (an API key's user) instead of the local user.",
+                 show_default=False),
+]
 NameArgument = Annotated[
     str,
     typer.Argument(help="The knowledge base: 1 to 64 of [A-Za-z0-9_.-], starting with a letter or digit.",
@@ -70,7 +79,7 @@ def list_(as_json: JsonOption = False, config: ConfigOption = None, data_dir: Da
 
 @app.command()
 def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption = None,
-         data_dir: DataDirOption = None) -> None:
+         data_dir: DataDirOption = None, user: UserOption = None) -> None:
     """Show the documents of a knowledge base: id, chunks, the file's size now, and the file.
 
     A file that changed since it was stored is marked "changed since stored" (mxrag ingest stores
@@ -80,6 +89,7 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
     from mx_rag.cli.runtime import guard, opened
 
     with guard(), opened(config, data_dir) as here:
+        here.act_for(user)
         here.require(name)
         described = here.service.describe(here.who, name)
         rows = {row.document_id: row for row in here.service.open(here.who, name).get_all_documents()}
@@ -151,6 +161,8 @@ def repair(
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
     embedding: EmbeddingOption = None,
+    user: UserOption = None,
+    every_user: Annotated[bool, typer.Option("--all", help="The knowledge bases of every user.")] = False,
 ) -> None:
     """Finish what a crash interrupted and remove documents whose vectors were lost.
 
@@ -158,30 +170,50 @@ def repair(
     1 when they do not agree.
     """
     from mx_rag.cli.runtime import guard, opened, settings_of
-    from mx_rag.errors import KnowledgeError
+    from mx_rag.errors import KnowledgeError, ParameterError
 
     with guard():
         settings = settings_of(config, data_dir, embedding)
         if settings.stores.registry_url is None and not (settings.data_dir / "sql.db").exists():
             raise KnowledgeError(f"{settings.data_dir} holds no knowledge base (no sql.db)")
+        if every_user and (user or kb):
+            raise ParameterError("--all repairs every knowledge base of every user: give it without --user and --kb")
         with opened(config, data_dir, embedding, settings=settings) as here:
-            names = [kb] if kb else sorted(here.service.names(here.who))
-            if kb:
-                here.require(kb)
-            consistent = all([_repair(here, name, check_only) for name in names])
+            here.act_for(user)
+            if every_user:
+                targets = _every_knowledge_base(here.service)
+            else:
+                if kb:
+                    here.require(kb)
+                targets = [(here.who.user_id, name) for name in ([kb] if kb else sorted(here.service.names(here.who)))]
+            consistent = all([_repair(here, owner, name, check_only, every_user) for owner, name in targets])
     if not consistent:
         raise typer.Exit(1)
 
 
-def _repair(here: Any, name: str, check_only: bool) -> bool:
+def _every_knowledge_base(service: Any) -> list[tuple[str, str]]:
+    """(an admin user, name) of every knowledge base in the registry."""
+    from sqlalchemy import func, select
+    from sqlalchemy.orm import Session
+
+    from mx_rag.knowledge.models import KnowledgeModel
+
+    query = (select(func.min(KnowledgeModel.user_id), KnowledgeModel.knowledge_name)
+             .where(KnowledgeModel.role == "admin")
+             .group_by(KnowledgeModel.knowledge_id, KnowledgeModel.knowledge_name))
+    with Session(service.registry.engine) as session:
+        return sorted((user, name) for user, name in session.execute(query).all())
+
+
+def _repair(here: Any, user_id: str, name: str, check_only: bool, show_user: bool = False) -> bool:
     from mx_rag.knowledge.knowledge import KnowledgeDB
 
     service = here.service
     kb = KnowledgeDB(knowledge_store=service.registry, chunk_store=service.chunks, vector_store=service.vectors,
-                     knowledge_name=name, white_paths=[str(service.uploads)], user_id=here.who.user_id,
+                     knowledge_name=name, white_paths=[str(service.uploads)], user_id=user_id,
                      drop_incomplete=not check_only)
     report = kb.check()
-    prefix = f"{name}: "
+    prefix = f"{user_id}/{name}: " if show_user else f"{name}: "
     typer.echo(prefix + (f"repaired {len(kb.repaired_on_open)} document(s): {kb.repaired_on_open}"
                          if kb.repaired_on_open else "nothing to repair"))
     typer.echo(prefix + f"{report.documents} documents, {report.chunks} chunks, {report.vectors} vectors: "

@@ -159,6 +159,14 @@ class Opened:
         self.settings = service.settings
         self.who = service.local_principal()
 
+    def act_for(self, user_id: str | None) -> None:
+        """Act for ``user_id`` (an API key's user, as an operator) instead of the local user."""
+        if user_id is not None:
+            from mx_rag.knowledge.store import check_user_id
+            from mx_rag.server.keys import Principal
+
+            self.who = Principal(check_user_id(user_id), admin=True)
+
     def require(self, name: str) -> None:
         """KnowledgeError naming the knowledge bases there are, when ``name`` is not one of them."""
         from mx_rag.errors import KnowledgeError

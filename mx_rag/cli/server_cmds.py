@@ -106,7 +106,8 @@ def _run(settings: Any, mode: str) -> None:
     # uvicorn kills a worker that misses a 5 s health ping, with the requests it serves; a worker
     # starved of CPU (the embedded LLM on every core, an ingest) is slow, not hung: allow a minute
     config = uvicorn.Config("mx_rag.server.app:app_from_environment", factory=True, workers=settings.workers,
-                            log_level="warning", timeout_graceful_shutdown=10, timeout_worker_healthcheck=60)
+                            log_level="warning", timeout_graceful_shutdown=10, timeout_worker_healthcheck=60,
+                            http="mx_rag.server.slow_clients:HeaderTimeoutH11")  # slow clients: a header deadline
     try:
         if settings.workers > 1:
             Multiprocess(config, sockets=[sock]).run()

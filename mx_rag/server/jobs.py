@@ -176,14 +176,14 @@ class JobStore:
         with self._session() as session:
             rows = session.execute(
                 select(_JobRow.id, _JobRow.user_id, _JobRow.knowledge_name, _JobRow.updated, _LeaseRow.expires,
-                       _LeaseRow.files)
+                       _LeaseRow.files, _LeaseRow.owner)
                 .outerjoin(_LeaseRow, _LeaseRow.job_id == _JobRow.id)
                 .where(_JobRow.status.in_(ACTIVE))
             ).all()
         reaped = []
-        for job_id, user_id, name, updated, expires, files in rows:
-            if (expires if expires is not None else updated + self.lease_s) >= now:
-                continue
+        for job_id, user_id, name, updated, expires, files, owner in rows:
+            if owner == self.owner or (expires if expires is not None else updated + self.lease_s) >= now:
+                continue  # this worker's own jobs are alive as long as it is, however late its heartbeat
             with self._session() as session:  # one conditional UPDATE: of two reapers, one wins
                 won = session.execute(update(_JobRow).where(_JobRow.id == job_id, _JobRow.status.in_(ACTIVE))
                                       .values(status="failed", error=REAPED, updated=now))

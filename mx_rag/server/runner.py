@@ -90,8 +90,11 @@ class AppServer:
             import uvicorn
         self.bind()
         sock, self._socket = self._socket, None
+        from mx_rag.server.slow_clients import HeaderTimeoutH11
+
         config = uvicorn.Config(
-            self.app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5
+            self.app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+            http=HeaderTimeoutH11,
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(

@@ -25,6 +25,7 @@ Secrets (the LLM key, database URLs that may hold passwords) are ``SecretStr``: 
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +41,7 @@ __all__ = ["CHAIN_TYPES", "ServerSettings", "load_settings"]
 CHAIN_TYPES = ("single", "parallel", "hybrid", "multi-query", "graph", "corag")
 CONFIG_ENV = "MXRAG_CONFIG"
 DEFAULT_CONFIG = "mxrag.toml"
+_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^/@\s]*@")
 _config_file: ContextVar[str | None] = ContextVar("mxrag_config_file", default=None)  # load_settings(config=)
 
 
@@ -179,7 +181,10 @@ def _shown(value: Any) -> str:
         return '"**********"'
     if value is None:
         return "(unset)"
-    if isinstance(value, (str, Path)):
+    if isinstance(value, str):  # a URL's password too (https://user:PASS@host)
+        masked = _URL_PASSWORD.sub(r"\1**********@", value)
+        return f'"{masked}"'
+    if isinstance(value, Path):
         return f'"{value}"'
     return str(value).lower() if isinstance(value, bool) else str(value)
 

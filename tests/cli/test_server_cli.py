@@ -100,3 +100,49 @@ def test_serve_with_two_workers_answers_through_a_knowledge_base(served: tuple[s
             assert answer["sources"][0]["source"] == "guide.txt"
             assert "faiss.index" in answer["choices"][0]["message"]["content"]  # the echo LLM repeats the prompt
         assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["handbook"]
+
+
+def test_config_show_masks_passwords_in_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MXRAG_LLM__URL", "https://svc:llm-pass-1@llm.example/v1")
+    monkeypatch.setenv("MXRAG_STORES__MILVUS_URL", "http://root:milvus-pass-2@milvus:19530")
+    result = CliRunner().invoke(cli.app, ["config", "show", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "llm-pass-1" not in result.output and "milvus-pass-2" not in result.output
+    assert 'url = "https://svc:**********@llm.example/v1"' in result.output
+    assert 'milvus_url = "http://root:**********@milvus:19530"' in result.output
+
+
+@pytest.mark.slow
+def test_operator_commands_reach_a_keys_user(tmp_path: Path) -> None:
+    """``kb show --user`` and ``kb repair --check --user/--all`` see a knowledge base made through a key."""
+    import io
+
+    from mx_rag.server.keys import Principal
+    from mx_rag.server.service import KnowledgeService
+    from mx_rag.server.settings import load_settings
+
+    service = KnowledgeService(load_settings(data_dir=tmp_path))
+    alice = Principal("alice_01", admin=True)
+    try:
+        service.create(alice, "handbook")
+        job = service.start_ingest(alice, "handbook", {"guide.txt": service.save_upload(
+            alice, "handbook", "guide.txt", io.BytesIO(DOC))})
+        deadline = time.monotonic() + 120
+        while (job := service.job(alice, "handbook", job.id)).status not in ("done", "failed"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert job.status == "done", job
+    finally:
+        service.close()
+    runner = CliRunner()
+    local = runner.invoke(cli.app, ["kb", "show", "handbook", "--data-dir", str(tmp_path)])
+    assert local.exit_code == 1 and "no knowledge base 'handbook'" in local.output
+    shown = runner.invoke(cli.app, ["kb", "show", "handbook", "--user", "alice_01", "--data-dir", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "handbook: 1 documents" in shown.output and "guide.txt" in shown.output
+    checked = runner.invoke(cli.app, ["kb", "repair", "--check", "--user", "alice_01", "--data-dir", str(tmp_path)])
+    assert checked.exit_code == 0 and "handbook: 1 documents" in checked.output, checked.output
+    every = runner.invoke(cli.app, ["kb", "repair", "--check", "--all", "--data-dir", str(tmp_path)])
+    assert every.exit_code == 0 and "alice_01/handbook: 1 documents" in every.output, every.output
+    both = runner.invoke(cli.app, ["kb", "repair", "--all", "--user", "alice_01", "--data-dir", str(tmp_path)])
+    assert both.exit_code == 1 and "--all" in both.output

@@ -29,3 +29,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest
             yield server
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+# the servers of the hostile-client tests (test_hostile_*.py)
+from tests.server.hostile_world import keyed, local, scripted_llm  # noqa: E402, F401
