@@ -41,6 +41,7 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
     auth = Authenticator(service.keys, service.local_principal(), local_mode=settings.local_only)
     app = FastAPI(title="mx_rag", version="1", docs_url=None, redoc_url=None)
     app.state.service, app.state.auth = service, auth
+    service.jobs.start()  # heartbeats, and reaping the jobs of workers that died (at once, then every few seconds)
     upload = settings.upload
     install_error_handling(app, settings.max_body_mb * MB, upload.max_files * upload.max_file_mb * MB + MB)
     app.add_middleware(Guard, auth=auth)  # outside the body limit: no body is read before the key is checked
