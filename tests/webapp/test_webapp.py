@@ -93,6 +93,9 @@ def test_sign_in_and_create_a_knowledge_base(alice: Watched, keyed: Served) -> N
     page.locator("#signin").wait_for(state="visible")
     sign_in(page, keyed.keys[ALICE])
     assert "Signed in" in page.locator("#whoami").inner_text()
+    # the key is kept for this tab only, never in localStorage (issue 29, case 12)
+    assert page.evaluate("sessionStorage.getItem('mxrag.key')") == keyed.keys[ALICE]
+    assert page.evaluate("localStorage.getItem('mxrag.key')") is None
     page.get_by_text("Create a knowledge base to add documents.").wait_for()
     page.get_by_label("New knowledge base name").fill(KB)
     page.get_by_role("button", name="Create").click()
@@ -260,7 +263,7 @@ def test_another_users_key_reaches_none_of_it(browser: Any, keyed: Served) -> No
     assert question(page).is_disabled()
     page.get_by_role("button", name="Sign out").click()
     page.locator("#signin").wait_for(state="visible")
-    assert page.evaluate("localStorage.getItem('mxrag.key')") is None
+    assert page.evaluate("sessionStorage.getItem('mxrag.key')") is None
     watched.assert_clean(allow=REFUSED)
     page.context.close()
 

@@ -4,7 +4,10 @@
 
 import { readSse } from "./sse.js";
 
+// The key lives in sessionStorage: it survives a reload of this tab, never reaches another tab,
+// and is gone when the tab closes (localStorage would keep it on disk for any later page).
 const KEY = "mxrag.key";
+localStorage.removeItem(KEY); // where earlier versions kept it
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -15,12 +18,12 @@ export class ApiError extends Error {
 }
 
 export function savedKey() {
-  return localStorage.getItem(KEY) || "";
+  return sessionStorage.getItem(KEY) || "";
 }
 
 export function saveKey(key) {
-  if (key) localStorage.setItem(KEY, key);
-  else localStorage.removeItem(KEY);
+  if (key) sessionStorage.setItem(KEY, key);
+  else sessionStorage.removeItem(KEY);
 }
 
 function headers(key, extra = {}) {
