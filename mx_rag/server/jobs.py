@@ -99,13 +99,16 @@ class JobStore:
         lease_s: how long a lease lasts without a heartbeat (a dead worker's jobs fail after
             about this long).
         on_reaped: called with the user, knowledge base and files of each job this worker reaps.
+        on_beat: called on every beat, after reaping (the service sweeps stale temporary files).
     """
 
-    def __init__(self, engine: Engine, *, lease_s: float, on_reaped: Reaped) -> None:
+    def __init__(self, engine: Engine, *, lease_s: float, on_reaped: Reaped,
+                 on_beat: Callable[[], None] | None = None) -> None:
         self._engine = engine
         self.lease_s = lease_s
         self.owner = uuid.uuid4().hex
         self._on_reaped = on_reaped
+        self._on_beat = on_beat
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
@@ -212,6 +215,8 @@ class JobStore:
             try:
                 self.heartbeat()
                 self.reap()
+                if self._on_beat is not None:
+                    self._on_beat()
             except Exception:  # a database hiccup: try again on the next beat
                 logger.exception("renewing or reaping upload job leases failed")
             if self._stop.wait(self.lease_s / 3):

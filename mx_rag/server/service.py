@@ -20,6 +20,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is "<kb>" or "<kb>/<chain>"
 _FILENAME = re.compile(r"^[^/\\\x00]{1,255}$")
 GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
+PARTIAL_STALE_S = 60.0  # a temporary upload file untouched this long belongs to a dead worker
 LOCAL_USER = "Default"  # the user of local mode (no API keys configured)
 
 
@@ -70,7 +72,9 @@ class KnowledgeService:
         self.registry = open_registry(settings)
         self._engine: Engine = self.registry.engine
         self.keys = KeyStore(self._engine)
-        self.jobs = JobStore(self._engine, lease_s=settings.upload.job_lease_s, on_reaped=self._drop_orphans)
+        self.jobs = JobStore(self._engine, lease_s=settings.upload.job_lease_s, on_reaped=self._drop_orphans,
+                             on_beat=self._sweep_partials)
+        self._swept = 0.0
         self.embedding_model = choose_embedding(settings.embedding.model, self.registry.embedding_models())
         self.embedding = TextEmbedding(self.embedding_model)
         self.chunks = self._chunk_store()
@@ -365,6 +369,20 @@ class KnowledgeService:
         for path in files:
             if str(path) not in held and path.resolve().is_relative_to(uploads):
                 path.unlink(missing_ok=True)
+
+    def _sweep_partials(self) -> None:
+        """Remove the temporary files of uploads whose worker died while saving them (at most once
+        a minute: a live upload's temporary file is written without pause, from the spooled form)."""
+        now = time.time()
+        if now - self._swept < PARTIAL_STALE_S:
+            return
+        self._swept = now
+        for partial in self.uploads.glob("*/*/.*.part"):
+            try:
+                if now - partial.stat().st_mtime > PARTIAL_STALE_S:
+                    partial.unlink(missing_ok=True)
+            except OSError:  # gone meanwhile
+                continue
 
     def job(self, who: Principal, name: str, job_id: str) -> IngestJob:
         return self.jobs.get(who.user_id, name, job_id)

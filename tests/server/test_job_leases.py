@@ -2,7 +2,8 @@
 """Upload jobs whose worker dies (issue 29, case 8): leases, heartbeats and the reaper of
 ``mx_rag.server.jobs`` on SQLite and PostgreSQL registries, and a ``kill -9`` of the workers of a
 real ``mxrag serve --workers 2`` during an upload: the job reports ``failed`` within 60 s, on
-another worker, and nothing it uploaded is left on disk."""
+another worker, and nothing it uploaded is left on disk (nor the temporary file of an upload
+whose worker died while saving it)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,10 @@ def test_kill_9_of_the_workers_during_an_upload_fails_the_job_and_leaves_nothing
     data = tmp_path / "data"
     text = "".join(f"Paragraph {n} tells of reactor {n} and its molten salt of grade {n % 7}.\n\n"
                    for n in range(6000))  # long enough to be ingesting when the workers die
+    stale = data / "uploads" / "Default" / "handbook" / f".{'0' * 32}.part"  # what a worker killed while saving leaves
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"half a file")
+    os.utime(stale, (time.time() - 120, time.time() - 120))
     with ScriptedServer() as llm:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "MXRAG_UPLOAD__JOB_LEASE_S": "3"}
         proc = subprocess.Popen([*MXRAG, "serve", "--data-dir", str(data), "--port", "0", "--workers", "2",
