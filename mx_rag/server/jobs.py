@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -106,7 +107,7 @@ class JobStore:
                  on_beat: Callable[[], None] | None = None) -> None:
         self._engine = engine
         self.lease_s = lease_s
-        self.owner = uuid.uuid4().hex
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:24]}"  # the process id tells an operator which worker
         self._on_reaped = on_reaped
         self._on_beat = on_beat
         self._stop = threading.Event()
