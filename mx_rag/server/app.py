@@ -47,8 +47,8 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
     app.add_middleware(Guard, auth=auth)  # outside the body limit: no body is read before the key is checked
     app.add_middleware(metrics.RequestMetrics)  # outermost: it also counts the refusals of the two above
 
-    app.include_router(openai_router(Answerer(service, llm), auth.principal), responses=KEYED_ERRORS)
-    app.include_router(kb_router(service, auth.principal, auth.admin), responses=KEYED_ERRORS)
+    app.include_router(openai_router(Answerer(service, llm), auth.current), responses=KEYED_ERRORS)
+    app.include_router(kb_router(service, auth.current, auth.current_admin), responses=KEYED_ERRORS)
     _optional_routes(app, service, llm, auth)
 
     @app.get("/healthz", responses=PUBLIC_ERRORS)
@@ -82,7 +82,7 @@ def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM,
     """The TEI routes, the web app, and MCP where its package is installed."""
     from mx_rag.server.webapp import mount_webapp
 
-    app.include_router(tei_router(service, auth.principal), responses=KEYED_ERRORS)
+    app.include_router(tei_router(service, auth.current), responses=KEYED_ERRORS)
     mount_webapp(app)
     try:
         from mx_rag.server.mcp_api import mount_mcp

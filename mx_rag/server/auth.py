@@ -14,7 +14,7 @@ changing anything (creating or deleting a knowledge base, uploading or deleting 
 knowledge base, its user's admin role there (a ``member`` only reads).
 
 ``Guard`` resolves the principal before the body is read and keeps it in the request's scope
-(``PRINCIPAL``); ``principal`` and ``admin`` are the routes' dependencies.
+(``PRINCIPAL``); ``current`` and ``current_admin`` are the routes' dependencies.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 
+import anyio.to_thread
 from fastapi import Request
 
 from mx_rag.server.errors import ApiError
@@ -31,6 +32,7 @@ __all__ = ["CACHE_S", "PRINCIPAL", "Authenticator"]
 
 CACHE_S = 5.0
 PRINCIPAL = "mx_rag.principal"  # the scope key Guard keeps the principal under
+_NOT_ADMIN = "this needs an admin key (mxrag keys create USER --admin): this key may only read and ask"
 
 
 class Authenticator:
@@ -105,8 +107,22 @@ class Authenticator:
         """The request's principal if its key is an admin key; ApiError 403 otherwise."""
         who = self.principal(request)
         if not who.admin:
-            raise ApiError(403, "forbidden", "this needs an admin key (mxrag keys create USER --admin): "
-                           "this key may only read and ask")
+            raise ApiError(403, "forbidden", _NOT_ADMIN)
+        return who
+
+    async def current(self, request: Request) -> Principal:
+        """``principal`` as a FastAPI dependency: a coroutine, so no worker thread is taken for
+        it (``Guard`` has found the principal; the database is asked in a thread otherwise)."""
+        found = request.scope.get(PRINCIPAL)
+        if isinstance(found, Principal):
+            return found
+        return await anyio.to_thread.run_sync(self.principal, request)
+
+    async def current_admin(self, request: Request) -> Principal:
+        """``admin`` as a FastAPI dependency (see ``current``)."""
+        who = await self.current(request)
+        if not who.admin:
+            raise ApiError(403, "forbidden", _NOT_ADMIN)
         return who
 
     def _lookup(self, key: str) -> Principal | None:

@@ -271,7 +271,7 @@ class _Endpoint:
         if scope["type"] != "http":
             return
         try:
-            await anyio.to_thread.run_sync(self._auth.principal, Request(scope))
+            await self._auth.current(Request(scope))  # Guard found it: no thread, no database
         except ApiError as exc:
             response = error_response(exc.status, exc.code, exc.message)
             response.headers["WWW-Authenticate"] = "Bearer"
