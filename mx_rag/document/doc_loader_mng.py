@@ -147,7 +147,9 @@ class LoaderMng:
 
         With ``vlm`` (an ``Img2TextLLM``), images inside documents are captioned and image files
         (.jpg, .jpeg, .png) are loaded as their caption. Without one, image files get no loader:
-        their base64 is never indexed as text (callers list them as unsupported or skipped).
+        their base64 is never indexed as text (callers list them as unsupported or skipped;
+        register ``ImageLoader`` with ``{"enable_ocr": True}`` to index their text). PDF pages
+        without a text layer are read by OCR whenever ``mxrag[ocr]`` is installed (``PdfLoader``).
         """
         check_int("chunk_size", chunk_size, 1, MAX_FILE_SIZE)
         check_int("chunk_overlap", chunk_overlap, 0, chunk_size - 1)

@@ -320,8 +320,8 @@ def test_document_and_parameter_errors_pass_through(docs: Path) -> None:
     with pytest.raises(DocumentError, match="encrypted") as info:
         mng.load_and_split(docs / "password.pdf")
     assert "cannot load" not in str(info.value)
-    mng.register_loader(PdfLoader, [".pdf"], {"enable_ocr": True})
-    with pytest.raises(ParameterError, match="OCR"):
+    mng.register_loader(PdfLoader, [".pdf"], {"enable_ocr": "yes"})
+    with pytest.raises(ParameterError, match="enable_ocr"):
         mng.load_and_split(docs / "layout-parser-paper-fast.pdf")
 
 

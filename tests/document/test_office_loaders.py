@@ -128,11 +128,6 @@ def test_pptx_truncated_file_is_refused(tmp_path: Path, docs: Path) -> None:
         PowerPointLoader(path).load()
 
 
-def test_pptx_ocr_is_refused(docs: Path) -> None:
-    with pytest.raises(ParameterError, match="OCR"):
-        PowerPointLoader(docs / "fake-power-point.pptx", enable_ocr=True)
-
-
 # -- Excel -----------------------------------------------------------------------------------
 
 
