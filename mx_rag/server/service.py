@@ -365,6 +365,8 @@ class KnowledgeService:
                 report = ingest_files(kb, [str(path)], self.loader, self.embedding.embed_documents, force=True)
                 if report.failed:
                     results[path.name] = "failed: no text could be read, or it could not be stored"
+                elif report.skipped:  # a scan and no OCR engine: the reason names the install
+                    results[path.name] = 'skipped: a scan, and no OCR engine is installed: pip install "mxrag[ocr]"'
                 elif report.unchanged:
                     results[path.name] = "unchanged"
                 else:
