@@ -88,10 +88,11 @@ def test_pptx_table_cells_in_row_order(docs: Path) -> None:
     [slide] = PowerPointLoader(docs / "fake-power-point-table.pptx").load()
     assert slide.page_content.splitlines() == [
         "A Slide with a Table",
-        "Column 1 | Column 2 | Column 3",
-        "Red | Green | Blue",
-        "Purple | Orange | Yellow",
-        "Tangerine | Pink | Aqua",
+        "| Column 1 | Column 2 | Column 3 |",
+        "| --- | --- | --- |",
+        "| Red | Green | Blue |",
+        "| Purple | Orange | Yellow |",
+        "| Tangerine | Pink | Aqua |",
     ]
 
 

@@ -12,7 +12,9 @@
 
 ``drop_running_lines(pages)`` removes, from a document's pages, the first and last lines that
 repeat on most pages (running headers and footers, page numbers) and returns the printed page
-labels it found.
+labels it found. ``split_tables(text, chunk_size)`` cuts a text around its Markdown tables so that
+the splitter never breaks one: each table stays whole with its caption, or is cut between rows with
+its header repeated.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Line", "drop_running_lines", "markdown_table", "page_text"]
+__all__ = ["Line", "drop_running_lines", "markdown_table", "page_text", "split_tables"]
 
 _CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _PAGE_NUMBER = re.compile(r"^\W*(?:page|p\.|第)?\s*(\d{1,5})\s*(?:页|/\s*\d+|of\s+\d+)?\W*$", re.IGNORECASE)
@@ -277,3 +279,50 @@ def drop_running_lines(pages: list[str]) -> tuple[list[str], list[str | None]]:
 
 def _shape(line: str) -> str:
     return _DIGITS.sub("#", " ".join(line.split()).lower())
+
+
+_TABLE = re.compile(r"^\|[^\n]*\|[ \t]*\n\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?:\n\|[^\n]*\|[ \t]*)*", re.MULTILINE)
+MAX_CAPTION = 200  # characters of the line before a table taken as its caption
+
+
+def split_tables(text: str, chunk_size: int) -> list[tuple[str, bool]]:
+    """``text`` cut around its Markdown tables: (piece, is_table) in order.
+
+    A table keeps the line just above it (its caption or heading, when at most 200 characters)
+    and stays one piece when it fits ``chunk_size``; a longer one is cut between rows, each piece
+    starting with the caption and the header row and its rule again. Other pieces are left to
+    the splitter.
+    """
+    pieces: list[tuple[str, bool]] = []
+    position = 0
+    for match in _TABLE.finditer(text):
+        before = text[position:match.start()].rstrip("\n")
+        caption = ""
+        head, _, last = before.rpartition("\n")
+        if last.strip() and len(last.strip()) <= MAX_CAPTION and not last.startswith("|"):
+            caption, before = last.strip(), head
+        if before.strip():
+            pieces.append((before, False))
+        pieces.extend((chunk, True) for chunk in _table_chunks(match.group(0), caption, chunk_size))
+        position = match.end()
+    rest = text[position:]
+    if rest.strip():
+        pieces.append((rest, False))
+    return pieces
+
+
+def _table_chunks(table: str, caption: str, chunk_size: int) -> list[str]:
+    header, rule, *rows = table.splitlines()
+    top = "\n".join(part for part in (caption, header, rule) if part)
+    if len(table) + len(caption) + 1 <= chunk_size or not rows:
+        return [f"{caption}\n{table}" if caption else table]
+    chunks: list[str] = []
+    current: list[str] = []
+    for row in rows:
+        if current and len(top) + sum(len(r) + 1 for r in current) + len(row) + 1 > chunk_size:
+            chunks.append("\n".join([top, *current]))
+            current = []
+        current.append(row)
+    if current:
+        chunks.append("\n".join([top, *current]))
+    return chunks

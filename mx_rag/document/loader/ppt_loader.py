@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``PowerPointLoader``: a PowerPoint (.pptx) deck, one text Document per slide, with python-pptx.
 
-Per slide, in shape order: text frames (one line per paragraph), tables (one line per row, cells
-joined with " | "), and the shapes inside groups. Slides without text yield no text Document. A
-deck may hold at most 1000 slides and 100,000 shapes.
+Per slide, in shape order: text frames (one line per paragraph), tables (a Markdown table, first
+row as header, kept whole by ``LoaderMng``'s splitting), and the shapes inside groups. Slides
+without text yield no text Document. A deck may hold at most 1000 slides and 100,000 shapes.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pptx.shapes.group import GroupShape
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
+from mx_rag.document.loader._layout import markdown_table
 from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, check_zip, clean_text
 from mx_rag.errors import DocumentError
@@ -121,8 +122,8 @@ def _shape_lines(shape: Any) -> list[str]:
         for row in shape.table.rows:
             cells = [" ".join(cell.text.split()) for cell in row.cells]
             if any(cells):
-                rows.append(" | ".join(cells))
-        return rows
+                rows.append(cells)
+        return markdown_table(rows).splitlines() if len(rows) > 1 else [" | ".join(cells) for cells in rows]
     if getattr(shape, "has_text_frame", False):
         return [line for p in shape.text_frame.paragraphs if (line := " ".join(p.text.split()))]
     return []
