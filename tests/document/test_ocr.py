@@ -102,6 +102,25 @@ def test_powerpoint_pictures_are_read_when_enabled(tmp_path: Path) -> None:
     assert cer(EN[1], read[1].page_content) <= 0.02
 
 
+def test_word_pictures_are_read_when_enabled(tmp_path: Path) -> None:
+    import docx
+    from docx.shared import Inches
+
+    from mx_rag.document.loader import DocxLoader
+
+    image = render_page(ZH[1:], dpi=200)
+    buffer = io.BytesIO()
+    image.crop((0, 0, image.width, image.height // 5)).save(buffer, "PNG")
+    document = docx.Document()
+    document.add_paragraph("起重机交付记录")
+    document.add_picture(io.BytesIO(buffer.getvalue()), width=Inches(6))
+    document.save(tmp_path / "note.docx")
+    assert len(DocxLoader(tmp_path / "note.docx").load()) == 1
+    text, picture = DocxLoader(tmp_path / "note.docx", enable_ocr=True).load()
+    assert text.page_content == "起重机交付记录" and picture.metadata["ocr"] is True
+    assert cer(ZH[1], picture.page_content) <= 0.04, picture.page_content
+
+
 def test_without_the_engine_a_scan_is_refused_with_the_install_hint(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     path = save_image_pdf([render_page(["A page with words on it only as pixels."], dpi=100)], tmp_path / "s.pdf")
