@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Optical character recognition for the loaders: RapidOCR (PP-OCR models in ONNX, shipped inside
-its wheel, run by onnxruntime on CPU, or CUDA where onnxruntime-gpu is installed).
+its wheel, run by onnxruntime on the CPU).
 
 * ``ocr_available()`` says whether the ``ocr`` extra is installed, without importing it.
 * ``render_pdf(data, numbers)`` renders PDF pages with PDFium; ``image_text(data)`` reads an
