@@ -41,10 +41,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench
 	$(VENV)/bin/mypy
 
-# PostgreSQL for the document-store tests and Debian's chromium for the web app's browser tests:
+# A Chinese font for the OCR tests (they render their scans at test time), PostgreSQL for the
+# document-store tests and Debian's chromium for the web app's browser tests:
 # installed (and started) if missing, as root; else MXRAG_TEST_POSTGRES_URL / MXRAG_TEST_CHROMIUM
 # name the ones to use.
 test: $(STAMP) lint
+	scripts/ensure_fonts.sh
 	url="$$(scripts/ensure_postgres.sh)" && chromium="$$(scripts/ensure_chromium.sh)" && \
 	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" $(PY) -m pytest -q --durations=20
 

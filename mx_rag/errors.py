@@ -8,6 +8,7 @@
     ├── ExtraNotInstalledError    (also ImportError)  an optional dependency is missing
     ├── DocumentError                                 a file could not be loaded (malformed,
     │   │                                             encrypted, zip bomb)
+    │   ├── OcrUnavailableError                       a scan, and no OCR engine (mxrag[ocr])
     │   └── UnsupportedFileTypeError (also KeyError)  no loader or splitter for a suffix
     ├── StorageError                                  a vector, document or graph store failed
     ├── KnowledgeError                                a knowledge-base rule was broken (unknown
@@ -32,6 +33,7 @@ __all__ = [
     "ExtraNotInstalledError",
     "KnowledgeError",
     "MxRagError",
+    "OcrUnavailableError",
     "ParameterError",
     "RemoteConnectionError",
     "RemoteError",
@@ -69,6 +71,10 @@ class ExtraNotInstalledError(MxRagError, ImportError):
 
 class DocumentError(MxRagError):
     """A file could not be turned into documents; nothing was stored."""
+
+
+class OcrUnavailableError(DocumentError):
+    """A file has text only in images (a scan) and the OCR engine is not installed (``mxrag[ocr]``)."""
 
 
 class UnsupportedFileTypeError(DocumentError, KeyError):

@@ -25,7 +25,7 @@ __all__ = ["Outcome", "ingest_paths"]
 BATCH_CHUNKS = 32  # chunks per commit: small files share one, a larger file is committed alone
 FILES_PER_CALL = 500
 MEMO_FILE = "ingest-failures.json"
-SHOWN = {"added": "added", "replaced": "updated", "unchanged": "unchanged", "failed": "failed"}
+SHOWN = {"added": "added", "replaced": "updated", "unchanged": "unchanged", "failed": "failed", "skipped": "skipped"}
 
 
 @dataclass
@@ -41,6 +41,7 @@ class Outcome:
     removed: list[str] = field(default_factory=list)
     not_done: list[str] = field(default_factory=list)
     chunks: int = 0
+    ocr_pages: int = 0  # pages and images read by OCR
     signal: int | None = None  # the signal that stopped the run
     aborted: bool = False  # stopped by a second Ctrl-C, the batch in flight rolled back
     graph_nodes: int | None = None
@@ -50,7 +51,7 @@ class Outcome:
         return {"knowledge_base": self.knowledge_base, "added": self.added, "updated": self.updated,
                 "unchanged": self.unchanged, "failed": self.failed, "skipped": self.skipped, "removed": self.removed,
                 "not_done": self.not_done, "chunks": self.chunks, "interrupted": self.signal is not None,
-                "graph_nodes": self.graph_nodes}
+                "graph_nodes": self.graph_nodes, "ocr_pages": self.ocr_pages}
 
     @property
     def exit_code(self) -> int:
@@ -62,6 +63,8 @@ class Outcome:
         counts = [(len(self.added), "added"), (len(self.updated), "updated"), (len(self.unchanged), "unchanged"),
                   (len(self.failed), "failed"), (len(self.skipped), "skipped"), (len(self.removed), "removed")]
         parts = ", ".join(f"{n} {word}" for n, word in counts if n or word not in ("skipped", "removed"))
+        if self.ocr_pages:
+            parts += f", {self.ocr_pages} page{'s' * (self.ocr_pages != 1)} read by OCR"
         per_second = self.chunks / seconds if seconds > 0 else 0.0
         rate = f", {per_second:.{0 if per_second >= 10 else 1}f} chunks/s" if self.chunks and seconds > 0 else ""
         return (f"knowledge base {self.knowledge_base!r}: {parts} ({self.chunks} chunk{'s' * (self.chunks != 1)} "
@@ -168,11 +171,15 @@ def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: Fai
             reason = _reason(event.path, event.reason)
             outcome.failed[shown] = reason
             memo.record(Path(event.path), reason)
+        elif status == "skipped":
+            outcome.skipped[shown] = _reason(event.path, event.reason)
         else:
             getattr(outcome, status).append(shown)
             outcome.chunks += event.chunks
+            outcome.ocr_pages += event.ocr_pages
             memo.forget([event.path])
-        report.file(status, shown, event.chunks, outcome.failed.get(shown, "") if status == "failed" else "")
+        reason = outcome.failed.get(shown, "") if status == "failed" else outcome.skipped.get(shown, "")
+        report.file(status, shown, event.chunks, reason if status in ("failed", "skipped") else "")
 
     def first_stop() -> None:
         report.note("stopping after the files being stored (Ctrl-C again to stop at once)")

@@ -147,7 +147,9 @@ class LoaderMng:
 
         With ``vlm`` (an ``Img2TextLLM``), images inside documents are captioned and image files
         (.jpg, .jpeg, .png) are loaded as their caption. Without one, image files get no loader:
-        their base64 is never indexed as text (callers list them as unsupported or skipped).
+        their base64 is never indexed as text (callers list them as unsupported or skipped;
+        register ``ImageLoader`` with ``{"enable_ocr": True}`` to index their text). PDF pages
+        without a text layer are read by OCR whenever ``mxrag[ocr]`` is installed (``PdfLoader``).
         """
         check_int("chunk_size", chunk_size, 1, MAX_FILE_SIZE)
         check_int("chunk_overlap", chunk_overlap, 0, chunk_size - 1)
@@ -256,7 +258,9 @@ class LoaderMng:
         """Load a file with the loader of its suffix and split its non-image Documents.
 
         Chunks keep their document's metadata; empty chunks are dropped. Image Documents are
-        returned whole. A file the loader cannot read raises ``DocumentError`` naming the file.
+        returned whole. A Markdown table (OCRed tables, Markdown files) stays one chunk with the
+        line above it (metadata ``table``: True), cut between rows with its header repeated when
+        longer than the splitter's chunk size. A file the loader cannot read raises ``DocumentError`` naming the file.
         """
         path = check_file("file_path", file_path, MAX_FILE_SIZE)
         suffix = path.suffix.lower()
@@ -268,11 +272,28 @@ class LoaderMng:
             if document.metadata.get("type") == "image" or splitter is None:
                 chunks.append(document)
                 continue
+            chunks.extend(self._split(path, splitter, document))
+        return chunks
+
+    @staticmethod
+    def _split(path: Path, splitter: TextSplitter, document: Document) -> list[Document]:
+        """The splitter's chunks, except that a Markdown table stays whole with its caption
+        (or is cut between rows, its header repeated, when longer than the chunk size)."""
+        from mx_rag.document.loader._layout import split_tables
+
+        size = getattr(splitter, "_chunk_size", None)
+        pieces = split_tables(document.page_content, size) if isinstance(size, int) and "|" in document.page_content \
+            else [(document.page_content, False)]
+        chunks: list[Document] = []
+        for text, is_table in pieces:
+            if is_table:
+                chunks.append(Document(page_content=text, metadata={**document.metadata, "table": True}))
+                continue
             try:
-                pieces = splitter.split_documents([document])
+                split = splitter.split_documents([Document(page_content=text, metadata=document.metadata)])
             except Exception as exc:
                 raise DocumentError(f"cannot split {str(path)!r} with {type(splitter).__name__}: {exc}") from exc
-            chunks.extend(piece for piece in pieces if piece.page_content.strip())
+            chunks.extend(piece for piece in split if piece.page_content.strip())
         return chunks
 
     def _splitter(self, suffix: str) -> TextSplitter:

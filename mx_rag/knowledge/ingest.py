@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
-from mx_rag.errors import DocumentError, KnowledgeError, MxRagError
+from mx_rag.errors import DocumentError, KnowledgeError, MxRagError, OcrUnavailableError
 from mx_rag.knowledge.knowledge import KnowledgeDB, PreparedFile, check_embeddings, run_embedders
 from mx_rag.utils.checks import fail
 from mx_rag.utils.common import MAX_FILE_SIZE
@@ -54,6 +54,8 @@ class IngestReport:
     reasons: dict[str, str] = field(default_factory=dict)  # failed file -> why
     chunks: dict[str, int] = field(default_factory=dict)  # added or replaced file -> its chunk count
     not_done: list[str] = field(default_factory=list)  # files a ``stop`` left untouched
+    skipped: dict[str, str] = field(default_factory=dict)  # scans not read (no OCR engine) -> why
+    ocr_pages: dict[str, int] = field(default_factory=dict)  # stored file -> pages it had read by OCR
 
     @property
     def interrupted(self) -> bool:
@@ -66,9 +68,10 @@ class FileEvent:
     """What became of one file: ``status`` is added, replaced, unchanged or failed."""
 
     path: str
-    status: str
+    status: str  # or "skipped": a scan and no OCR engine (the reason names the install)
     chunks: int = 0
     reason: str = ""
+    ocr_pages: int = 0  # pages (and images) read by OCR
 
 
 class _Stop(Protocol):
@@ -118,7 +121,9 @@ def ingest_files(
         tell(FileEvent(given, "unchanged"))
     batch: list[tuple[_Job, list[Document]]] = []
     for handled, (job, outcome) in enumerate(_parsed(jobs, loader_mng, parse_workers), start=1):
-        if isinstance(outcome, Exception):
+        if isinstance(outcome, OcrUnavailableError):
+            tell.skipped(job.given, str(outcome))
+        elif isinstance(outcome, Exception):
             logger.warning("cannot load %s: %s", job.path.name, outcome)
             tell.failed(job.given, str(outcome))
         else:
@@ -153,10 +158,17 @@ class _Teller:
         self.report.reasons[given] = reason or "failed"
         self(FileEvent(given, "failed", reason=reason or "failed"))
 
-    def stored(self, job: _Job, chunks: int) -> None:
+    def skipped(self, given: str, reason: str) -> None:
+        self.report.skipped[given] = reason
+        self(FileEvent(given, "skipped", reason=reason))
+
+    def stored(self, job: _Job, docs: list[Document]) -> None:
         (self.report.replaced if job.replaces else self.report.added).append(job.given)
-        self.report.chunks[job.given] = chunks
-        self(FileEvent(job.given, "replaced" if job.replaces else "added", chunks=chunks))
+        self.report.chunks[job.given] = len(docs)
+        ocr = len({(d.metadata.get("page"), d.metadata.get("image")) for d in docs if d.metadata.get("ocr")})
+        if ocr:
+            self.report.ocr_pages[job.given] = ocr
+        self(FileEvent(job.given, "replaced" if job.replaces else "added", chunks=len(docs), ocr_pages=ocr))
 
 
 def _plan(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport) -> list[_Job]:
@@ -248,7 +260,7 @@ def _store(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], emb
         _store_failed(knowledge, batch, embed_func, tell, exc)
         return
     for job, docs in batch:
-        tell.stored(job, len(docs))
+        tell.stored(job, docs)
 
 
 def _store_failed(

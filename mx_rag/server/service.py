@@ -340,6 +340,9 @@ class KnowledgeService:
                     why = report.reasons.get(str(path), "failed").replace(str(path.parent) + "/", "")
                     results[path.name] = f"failed: {why}"[:500]
                     self._drop_orphans(kb.user_id, kb.knowledge_name, [path], job_id)
+                elif report.skipped:  # a scan and no OCR engine: the reason names the install
+                    results[path.name] = 'skipped: a scan, and no OCR engine is installed: pip install "mxrag[ocr]"'
+                    self._drop_orphans(kb.user_id, kb.knowledge_name, [path], job_id)
                 elif report.unchanged:
                     results[path.name] = "unchanged"
                 else:

@@ -87,11 +87,6 @@ def test_page_limit(monkeypatch: pytest.MonkeyPatch, docs: Path) -> None:
         PdfLoader(docs / "layout-parser-paper-fast.pdf").load()
 
 
-def test_ocr_is_refused_with_an_explanation(docs: Path) -> None:
-    with pytest.raises(ParameterError, match="OCR"):
-        PdfLoader(docs / "layout-parser-paper-fast.pdf", enable_ocr=True)
-
-
 @pytest.mark.parametrize("kwargs", [{"lang": "ch"}, {"enable_ocr": 1}, {"vlm": "http://vlm"}])
 def test_bad_arguments(docs: Path, kwargs: dict) -> None:
     with pytest.raises(ParameterError):

@@ -28,7 +28,7 @@ from mx_rag.utils.checks import check_bool, check_instance
 from mx_rag.utils.common import MAX_FILE_SIZE, MB, Lang
 from mx_rag.utils.file_check import check_file
 
-__all__ = ["BaseLoader", "check_zip", "clean_text", "describe"]
+__all__ = ["BaseLoader", "check_ocr", "check_zip", "clean_text", "describe"]
 
 MAX_PAGE_NUM = 1000        # PDF pages, slides, Excel sheets
 MAX_WORD_NUM = 500_000     # characters of text in a Word document
@@ -112,14 +112,19 @@ def clean_text(text: str) -> str:
     return text.replace("\x00", "").strip()
 
 
-def check_no_ocr(enable_ocr: Any, lang: Any) -> None:
-    """``lang`` must be a ``Lang``; ``enable_ocr`` must be False (no OCR engine ships with mx_rag)."""
+def check_ocr(enable_ocr: Any, lang: Any) -> bool:
+    """``lang`` must be a ``Lang``; ``enable_ocr`` a bool, and True only with the ``ocr`` extra installed.
+
+    Raises:
+        ParameterError: a wrong type.
+        ExtraNotInstalledError: ``enable_ocr=True`` without the OCR engine (``pip install "mxrag[ocr]"``).
+    """
     check_instance("lang", lang, Lang)
     if check_bool("enable_ocr", enable_ocr):
-        raise ParameterError(
-            "enable_ocr=True is not available in this build: mx_rag ships no OCR engine. "
-            "Pass a vlm (Img2TextLLM) to describe images, or run OCR on the file before loading it"
-        )
+        from mx_rag.document.loader._ocr import require_ocr
+
+        require_ocr()
+    return bool(enable_ocr)
 
 
 def check_zip(data: bytes, source: str, kind: str, streamed: tuple[str, ...] = ()) -> None:

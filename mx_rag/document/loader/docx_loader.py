@@ -31,8 +31,10 @@ from lxml import etree
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
-from mx_rag.document.loader.base_loader import BaseLoader, check_zip, clean_text
+from mx_rag.document.loader._ocr import image_text
+from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, check_zip, clean_text
 from mx_rag.errors import DocumentError
+from mx_rag.utils.common import Lang
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
@@ -64,7 +66,9 @@ class DocxLoader(BaseLoader):
     Args:
         file_path: the ``.docx`` file (at most 100 MiB, 500,000 characters of text and 200,000
             paragraphs and tables).
-        vlm: an ``Img2TextLLM`` to caption pictures, or None to ignore them.
+        vlm: an ``Img2TextLLM`` to caption pictures, or None.
+        enable_ocr: without ``vlm``, read the pictures' text by OCR into text Documents (``ocr``
+            and ``image`` True; needs ``mxrag[ocr]``).
 
     Example:
         >>> from mx_rag.document.loader import DocxLoader
@@ -75,9 +79,11 @@ class DocxLoader(BaseLoader):
 
     SUFFIXES = (".docx",)
 
-    def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None) -> None:
+    def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None, *,
+                 enable_ocr: bool = False) -> None:
         super().__init__(file_path)
         self.vlm = check_vlm(vlm)
+        self.enable_ocr = check_ocr(enable_ocr, Lang.CH)
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -86,8 +92,8 @@ class DocxLoader(BaseLoader):
         text = self._collect_text(document, _body_blocks(document.element.body))
         if text:
             yield self._text_document(text)
-        if self.vlm is not None:
-            yield from self._captions(document, _body_blocks(document.element.body))
+        if self.vlm is not None or self.enable_ocr:
+            yield from self._pictures(document, _body_blocks(document.element.body))
 
     def _collect_text(self, document: WordDocument, blocks: Iterator[Any]) -> str:
         parts: list[str] = []
@@ -108,8 +114,8 @@ class DocxLoader(BaseLoader):
                 parts.append(part)
         return clean_text("\n\n".join(parts))
 
-    def _captions(self, document: WordDocument, blocks: Iterator[Any]) -> Iterator[Document]:
-        assert self.vlm is not None
+    def _pictures(self, document: WordDocument, blocks: Iterator[Any]) -> Iterator[Document]:
+        """Captions (with ``vlm``) or OCR text (``enable_ocr``) of the body's pictures, each once."""
         seen: set[str] = set()
         for element in blocks:
             for rid in _IMAGE_REFS(element):
@@ -117,9 +123,14 @@ class DocxLoader(BaseLoader):
                 if part is None or str(part.partname) in seen:
                     continue
                 seen.add(str(part.partname))
-                doc = caption_image(part.blob, self.vlm, source=self.file_path)
-                if doc is not None:
-                    yield doc
+                if self.vlm is not None:
+                    doc = caption_image(part.blob, self.vlm, source=self.file_path)
+                    if doc is not None:
+                        yield doc
+                    continue
+                read = image_text(part.blob, source=f"a picture in {self.file_path!r}")
+                if read is not None:
+                    yield self._text_document(read[0], ocr=True, image=True)
 
 
 def _body_blocks(container: Any) -> Iterator[Any]:

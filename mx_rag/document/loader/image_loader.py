@@ -5,9 +5,9 @@ Without ``vlm`` (the original's behaviour) the Document's text is the base64 of 
 meant for an image knowledge base (``ImageEmbedding.embed_images`` as the upload ``embed_func``),
 never for a text index. With ``vlm`` the text is the model's caption and the base64 goes to
 ``metadata["image_base64"]``, like the images found inside PDF, DOCX, PPTX and Markdown files.
-``LoaderMng.with_defaults()`` registers images only when it is given a ``vlm``, so a text
-knowledge base built without a vision model keeps images out (``mxrag ingest`` lists them as
-skipped).
+With ``enable_ocr=True`` the text is what OCR reads in the image. ``LoaderMng.with_defaults()``
+registers images only when it is given a ``vlm``, so a text knowledge base built without a vision
+model keeps images out (``mxrag ingest`` lists them as skipped).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from langchain_core.documents import Document
 from PIL import Image
 
 from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, caption_image, check_vlm, image_info
-from mx_rag.document.loader.base_loader import BaseLoader, describe
+from mx_rag.document.loader._ocr import image_text
+from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, describe
 from mx_rag.errors import DocumentError
-from mx_rag.utils.common import MB
+from mx_rag.utils.common import MB, Lang
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
@@ -43,9 +44,14 @@ class ImageLoader(BaseLoader):
     ``image_base64`` (re-encoded as JPEG when above 2 MiB). Files above 16 MiB or 4096 x 4096
     pixels, and files that are not JPEG or PNG images, are refused.
 
+    With ``enable_ocr`` (and no ``vlm``): ``page_content`` is the text read by OCR, ``type``
+    "text", ``ocr`` True, ``rotation`` the degrees the image was turned to stand upright; an
+    image with no readable text is refused.
+
     Args:
         file_path: the image file.
-        vlm: an ``Img2TextLLM`` to caption the image, or None for the base64 text.
+        vlm: an ``Img2TextLLM`` to caption the image, or None.
+        enable_ocr: without ``vlm``, read the image's text by OCR (needs ``mxrag[ocr]``).
 
     Example:
         >>> from mx_rag.document.loader import ImageLoader
@@ -57,9 +63,11 @@ class ImageLoader(BaseLoader):
     SUFFIXES = (".jpg", ".jpeg", ".png")
     MAX_SIZE = MAX_IMAGE_SIZE
 
-    def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None) -> None:
+    def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None, *,
+                 enable_ocr: bool = False) -> None:
         super().__init__(file_path)
         self.vlm = check_vlm(vlm)
+        self.enable_ocr = check_ocr(enable_ocr, Lang.CH)
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -77,8 +85,19 @@ class ImageLoader(BaseLoader):
         if self.vlm is not None:
             yield self._captioned(data, width, height)
             return
+        if self.enable_ocr:
+            yield self._read(data)
+            return
         metadata = {"source": self.file_path, "type": "image", "image_mime": IMAGE_MIME[fmt]}
         yield Document(page_content=base64.b64encode(data).decode("ascii"), metadata=metadata)
+
+    def _read(self, data: bytes) -> Document:
+        read = image_text(data, source=repr(self.file_path))
+        if read is None:
+            raise DocumentError(f"{self.file_path!r} has no text that OCR can read (or both its sides are under "
+                                "256 pixels)")
+        text, angle = read
+        return self._text_document(text, ocr=True, rotation=angle, image_mime=IMAGE_MIME[image_info(data)[0]])
 
     def _captioned(self, data: bytes, width: int, height: int) -> Document:
         assert self.vlm is not None

@@ -4,8 +4,8 @@
 Difference from the original SDK: the original emitted one Document for the whole file and lost
 page numbers; this loader emits one text Document per page with ``metadata["page"]`` (1-based),
 in pypdf's reading order. Blanks that pypdf puts between Chinese or Japanese characters of
-letter-spaced (justified) lines are removed ("对 于 一 个" becomes "对于一个"). Pages without text
-(scans) yield nothing: no OCR engine ships with mx_rag, so ``enable_ocr=True`` is refused.
+letter-spaced (justified) lines are removed ("对 于 一 个" becomes "对于一个"). Pages without a
+text layer (scans) are rendered with PDFium and read by OCR (``mxrag[ocr]``, see ``_ocr``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
-from mx_rag.document.loader.base_loader import BaseLoader, check_no_ocr, clean_text, describe
-from mx_rag.errors import DocumentError
+from mx_rag.document.loader._layout import drop_running_lines, page_text
+from mx_rag.document.loader._ocr import INSTALL_HINT, image_text, ocr_available, recognize, render_pdf
+from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, clean_text, describe
+from mx_rag.errors import DocumentError, OcrUnavailableError
 from mx_rag.utils.common import Lang
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ logger = logging.getLogger(__name__)
 # typographic ligatures that pypdf passes through; they break keyword search ("ﬁle" vs "file")
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 
+
+MIN_TEXT_CHARS = 16  # non-blank characters under which a page's text layer counts as missing
 
 # Chinese and Japanese characters and their punctuation (not Hangul: Korean puts spaces between words)
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
@@ -54,6 +58,11 @@ def _tidy(text: str) -> str:
     """
     lines = (_CJK_GAP.sub("", line).rstrip() for line in text.translate(_LIGATURES).splitlines())
     return clean_text("\n".join(lines))
+
+
+def _scarce(text: str) -> bool:
+    """Whether a page's text layer is missing or too thin to be the page (a scan with a stray mark)."""
+    return len("".join(text.split())) < MIN_TEXT_CHARS
 
 
 def _page_count(reader: PdfReader, source: str) -> int:
@@ -76,16 +85,24 @@ def _page_count(reader: PdfReader, source: str) -> int:
 class PdfLoader(BaseLoader):
     """Load a PDF: one text Document per page (``metadata``: source, page, type "text").
 
+    A page with (almost) no text layer, a scan, is read by OCR when the ``ocr`` extra is installed,
+    whatever ``enable_ocr`` says (its Document adds ``ocr``: True and ``rotation``, the degrees it
+    was turned to stand upright); without the engine such pages are logged, and a file that is
+    all scan raises ``OcrUnavailableError`` naming ``pip install "mxrag[ocr]"``. Lines repeated at
+    the top or bottom of most pages (running headers, footers) are dropped; a printed page number
+    found there goes to ``metadata["page_label"]``. Scanned tables come out as Markdown tables.
+
     With ``vlm``, each image on a page of at least 256 pixels on one side is captioned and
     yielded after the page's text as an image Document (``type`` "image", ``image_base64``,
-    ``image_mime``, ``page``). Encrypted PDFs are opened when the empty password works (copy
-    protection), otherwise refused.
+    ``image_mime``, ``page``). Without ``vlm`` and with ``enable_ocr``, the text of those images
+    is read by OCR and yielded as a text Document (``ocr``: True, ``image``: True). Encrypted
+    PDFs are opened when the empty password works (copy protection), otherwise refused.
 
     Args:
         file_path: the ``.pdf`` file (at most 100 MiB, at most 1000 pages).
-        vlm: an ``Img2TextLLM`` to caption images, or None to ignore them.
-        lang: document language (kept for compatibility; used by OCR in the original).
-        enable_ocr: must be False: no OCR engine ships with mx_rag.
+        vlm: an ``Img2TextLLM`` to caption images, or None.
+        lang: document language (Lang.CH or Lang.EN); the packaged OCR model reads both.
+        enable_ocr: also read the images on pages that have text by OCR (needs ``mxrag[ocr]``).
 
     Example:
         >>> from mx_rag.document.loader import PdfLoader
@@ -104,38 +121,58 @@ class PdfLoader(BaseLoader):
         enable_ocr: bool = False,
     ) -> None:
         super().__init__(file_path)
-        check_no_ocr(enable_ocr, lang)
+        self.enable_ocr = check_ocr(enable_ocr, lang)
         self.vlm = check_vlm(vlm)
         self.lang = lang
-        self.enable_ocr = enable_ocr
 
     def _load(self) -> Iterator[Document]:
-        reader = self._open()
+        data = self._read_bytes()
+        reader = self._open(data)
         count = _page_count(reader, self.file_path)
         if count == 0:
             raise DocumentError(f"{self.file_path!r} is not a readable PDF: it has no pages")
         if count > base_loader.MAX_PAGE_NUM:
             raise DocumentError(f"{self.file_path!r} has {count} pages, more than the limit of "
                                 f"{base_loader.MAX_PAGE_NUM}")
-        with_text = 0
+        texts: list[str] = []
         for number, page in enumerate(reader.pages, start=1):
             try:
-                text = _tidy(page.extract_text())
+                texts.append(_tidy(page.extract_text()))
             except Exception as exc:
                 raise DocumentError(f"cannot extract the text of page {number} of {self.file_path!r}: "
                                     f"{describe(exc)}") from exc
-            if text:
-                with_text += 1
-                yield self._text_document(text, page=number)
-            if self.vlm is not None:
-                yield from self._captions(page, number)
-        if not with_text:
-            logger.warning("%r has no text layer on any of its %d pages (a scan?); OCR is not available",
-                           self.file_path, count)
+        scanned = self._scanned(texts, data)
+        kept, labels = drop_running_lines(texts)
+        for number, page in enumerate(reader.pages, start=1):
+            if kept[number - 1]:
+                extra: dict[str, Any] = {"page_label": labels[number - 1]} if labels[number - 1] else {}
+                if number in scanned:
+                    extra.update(ocr=True, rotation=scanned[number])
+                yield self._text_document(kept[number - 1], page=number, **extra)
+            if self.vlm is not None or self.enable_ocr:
+                yield from self._images(page, number)
 
-    def _open(self) -> PdfReader:
+    def _scanned(self, texts: list[str], data: bytes) -> dict[int, int]:
+        """OCR the pages with (almost) no text layer into ``texts``; their numbers -> rotation."""
+        bare = [number for number, text in enumerate(texts, start=1) if _scarce(text)]
+        if not bare:
+            return {}
+        if not ocr_available():
+            if len(bare) == len(texts):
+                raise OcrUnavailableError(f"{self.file_path!r} has no text layer on any of its {len(texts)} pages "
+                                          f"(a scan) and no OCR engine is installed: {INSTALL_HINT}")
+            logger.warning("%r: pages %s have no text layer and were skipped: %s", self.file_path, bare, INSTALL_HINT)
+            return {}
+        done = {}
+        for number, image in render_pdf(data, bare, source=self.file_path):
+            page = recognize(image, source=f"page {number} of {self.file_path!r}")
+            text = page_text(page.lines, page.width)
+            if len(text) > len(texts[number - 1]):
+                texts[number - 1], done[number] = text, page.angle
+        return done
+    def _open(self, data: bytes) -> PdfReader:
         try:
-            reader = PdfReader(io.BytesIO(self._read_bytes()))
+            reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
                 raise DocumentError(f"{self.file_path!r} is encrypted (password-protected); "
                                     "remove the password before loading it")
@@ -146,8 +183,8 @@ class PdfLoader(BaseLoader):
         except DependencyError as exc:  # AES encryption needs the optional "cryptography" package
             raise DocumentError(f"{self.file_path!r} is encrypted and cannot be opened here: {describe(exc)}") from exc
 
-    def _captions(self, page: PageObject, number: int) -> Iterator[Document]:
-        assert self.vlm is not None
+    def _images(self, page: PageObject, number: int) -> Iterator[Document]:
+        """Captions (with ``vlm``) or OCR text (``enable_ocr``) of the page's images."""
         try:
             keys = list(page.images.keys())
         except Exception as exc:  # a damaged resource dictionary: the page's text is still good
@@ -158,9 +195,14 @@ class PdfLoader(BaseLoader):
             data = self._image_bytes(page, key, number)
             if data is None:
                 continue
-            doc = caption_image(data, self.vlm, source=self.file_path, page=number)
-            if doc is not None:
-                yield doc
+            if self.vlm is not None:
+                doc = caption_image(data, self.vlm, source=self.file_path, page=number)
+                if doc is not None:
+                    yield doc
+                continue
+            read = image_text(data, source=f"an image on page {number} of {self.file_path!r}")
+            if read is not None:
+                yield self._text_document(read[0], page=number, ocr=True, image=True)
 
     def _image_bytes(self, page: PageObject, key: Any, number: int) -> bytes | None:
         try:

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``PowerPointLoader``: a PowerPoint (.pptx) deck, one text Document per slide, with python-pptx.
 
-Per slide, in shape order: text frames (one line per paragraph), tables (one line per row, cells
-joined with " | "), and the shapes inside groups. Slides without text yield no text Document. A
-deck may hold at most 1000 slides and 100,000 shapes.
+Per slide, in shape order: text frames (one line per paragraph), tables (a Markdown table, first
+row as header, kept whole by ``LoaderMng``'s splitting), and the shapes inside groups. Slides
+without text yield no text Document. A deck may hold at most 1000 slides and 100,000 shapes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pptx.shapes.group import GroupShape
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._images import caption_image, check_vlm
-from mx_rag.document.loader.base_loader import BaseLoader, check_no_ocr, check_zip, clean_text
+from mx_rag.document.loader._layout import markdown_table
+from mx_rag.document.loader._ocr import image_text
+from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, check_zip, clean_text
 from mx_rag.errors import DocumentError
 from mx_rag.utils.common import Lang
 
@@ -38,13 +40,15 @@ class PowerPointLoader(BaseLoader):
 
     ``page`` is the 1-based slide number. With ``vlm``, each picture of at least 256 pixels on
     one side is captioned and yielded after its slide's text as an image Document (``page``,
-    ``type`` "image", ``image_base64``, ``image_mime``).
+    ``type`` "image", ``image_base64``, ``image_mime``). Without ``vlm`` and with ``enable_ocr``,
+    the text of those pictures is read by OCR and yielded as a text Document (``ocr`` and
+    ``image`` True).
 
     Args:
         file_path: the ``.pptx`` file (at most 100 MiB and 1000 slides).
-        vlm: an ``Img2TextLLM`` to caption pictures, or None to ignore them.
-        lang: document language (kept for compatibility; used by OCR in the original).
-        enable_ocr: must be False: no OCR engine ships with mx_rag.
+        vlm: an ``Img2TextLLM`` to caption pictures, or None.
+        lang: the pictures' language (Lang.CH or Lang.EN); the packaged OCR model reads both.
+        enable_ocr: read the pictures' text by OCR when there is no ``vlm`` (needs ``mxrag[ocr]``).
 
     Example:
         >>> from mx_rag.document.loader import PowerPointLoader
@@ -63,10 +67,9 @@ class PowerPointLoader(BaseLoader):
         enable_ocr: bool = False,
     ) -> None:
         super().__init__(file_path)
-        check_no_ocr(enable_ocr, lang)
+        self.enable_ocr = check_ocr(enable_ocr, lang)
         self.vlm = check_vlm(vlm)
         self.lang = lang
-        self.enable_ocr = enable_ocr
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -85,17 +88,23 @@ class PowerPointLoader(BaseLoader):
             text = clean_text("\n".join(line for shape in shapes for line in _shape_lines(shape)))
             if text:
                 yield self._text_document(text, page=number)
-            if self.vlm is not None:
-                yield from self._captions(shapes, number)
+            if self.vlm is not None or self.enable_ocr:
+                yield from self._pictures(shapes, number)
 
-    def _captions(self, shapes: list[BaseShape], number: int) -> Iterator[Document]:
-        assert self.vlm is not None
+    def _pictures(self, shapes: list[BaseShape], number: int) -> Iterator[Document]:
+        """Captions (with ``vlm``) or OCR text (``enable_ocr``) of the slide's pictures."""
         for shape in shapes:
             blob = _picture_blob(shape)
-            if blob is not None:
+            if blob is None:
+                continue
+            if self.vlm is not None:
                 doc = caption_image(blob, self.vlm, source=self.file_path, page=number)
                 if doc is not None:
                     yield doc
+                continue
+            read = image_text(blob, source=f"a picture on slide {number} of {self.file_path!r}")
+            if read is not None:
+                yield self._text_document(read[0], page=number, ocr=True, image=True)
 
 
 def _flatten(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
@@ -113,8 +122,8 @@ def _shape_lines(shape: Any) -> list[str]:
         for row in shape.table.rows:
             cells = [" ".join(cell.text.split()) for cell in row.cells]
             if any(cells):
-                rows.append(" | ".join(cells))
-        return rows
+                rows.append(cells)
+        return markdown_table(rows).splitlines() if len(rows) > 1 else [" | ".join(cells) for cells in rows]
     if getattr(shape, "has_text_frame", False):
         return [line for p in shape.text_frame.paragraphs if (line := " ".join(p.text.split()))]
     return []
