@@ -123,8 +123,8 @@ def test_join_cascades_and_promotes_hits(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match="no cycles"):
         l2.join(l1)
     chain = [memory(tmp_path, name=f"c{i}") for i in range(7)]
-    for upper, lower in zip(chain, chain[1:5], strict=False):
-        upper.join(lower)
+    for i in range(4):
+        chain[i].join(chain[i + 1])
     chain[0].join(chain[5])  # 6 in all
     with pytest.raises(ParameterError, match="at most 6"):
         chain[0].join(chain[6])
