@@ -9,6 +9,7 @@ import pytest
 HEAVY = ("torch", "faiss", "transformers", "sentence_transformers", "pymilvus", "xllamacpp", "sklearn")
 PACKAGES = {
     "mx_rag.cache": ["CacheChainChat", "CacheConfig", "EvictPolicy", "MxRAGCache", "SimilarityCacheConfig"],
+    "mx_rag.evaluate": ["RAGEvaluator"],
     "mx_rag.compress": ["ClusterCompressor", "PromptCompressor", "RerankCompressor"],
     "mx_rag.summary": ["Summary"],
 }
