@@ -15,22 +15,35 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["CHECKPOINT_SUFFIX", "Checkpoint", "atomic_write_json", "checkpoint_path", "digest", "read_lines"]
+__all__ = [
+    "CHECKPOINT_SUFFIX",
+    "Checkpoint",
+    "atomic_write_json",
+    "atomic_write_text",
+    "checkpoint_path",
+    "digest",
+    "read_lines",
+]
 
 CHECKPOINT_SUFFIX = ".partial.jsonl"
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step (a temporary file, fsynced, then renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=4, ensure_ascii=False)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=4, ensure_ascii=False))
 
 
 def checkpoint_path(save_file: str | os.PathLike[str]) -> Path:
