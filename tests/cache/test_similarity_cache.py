@@ -58,6 +58,16 @@ def test_a_new_instance_finds_the_answers_and_a_lost_index_is_rebuilt(tmp_path: 
     assert (tmp_path / "sim.index").exists()
 
 
+def test_an_instance_opened_earlier_finds_what_another_wrote(tmp_path: Path, minilm: TextEmbedding) -> None:
+    reader = similar(tmp_path, minilm)  # its own SQLite connection and FAISS index, as another process has
+    writer = similar(tmp_path, minilm)
+    assert reader.search("Who wrote the play Hamlet?") is None
+    writer.update("Who wrote the play Hamlet?", "William Shakespeare")
+    assert reader.search("Who is the author of the play Hamlet?") == "William Shakespeare"
+    reader.update("What is the capital of France?", "Paris")
+    assert writer.search("What is the capital city of France?") == "Paris" and len(writer) == 2
+
+
 def test_vectors_without_a_row_are_dropped_on_open(tmp_path: Path, minilm: TextEmbedding) -> None:
     cache = similar(tmp_path, minilm)
     cache.update("Who wrote the play Hamlet?", "William Shakespeare")
