@@ -21,8 +21,9 @@ from mx_rag.utils import ClientParam
 
 CLUB = ("Norwich City Football Club is a professional football club based in Norwich, Norfolk, England. "
         "It plays its home matches at Carrow Road, its ground since 1935, and its fans call the team the Canaries.")
-HARBOUR = ("The old harbour of Norwich received wool ships every spring during the fourteenth century, "
-           "and merchants stored the wool in stone warehouses along the river Wensum before weaving it into worsted cloth for the markets of Flanders.")
+HARBOUR = ("The old harbour of Norwich received wool ships every spring during the fourteenth century, and "
+           "merchants stored the wool in stone warehouses along the river Wensum before weaving it into "
+           "worsted cloth for the markets of Flanders.")
 ZH = "诺里奇城足球俱乐部是一家位于英格兰诺福克郡诺里奇的职业足球俱乐部，自1935年起在卡罗路球场进行主场比赛。" * 3
 
 
