@@ -6,14 +6,16 @@ so the vector store (a FAISS file beside it, or a Milvus collection) can be rebu
 change holds ``<folder>/<name>.lock`` across both stores; row ids are never reused (AUTOINCREMENT),
 so a vector left behind by a crash can never point at another question, and opening the cache
 puts the two stores back in step. A lookup embeds the question, takes ``retrieval_top_k``
-neighbours, and compares their questions with a reranker (or by cosine similarity); the best
-one at or above ``similarity_threshold`` is a hit.
+neighbours, keeps those of the same kind (question word) naming the same numbers, and compares
+their questions with a reranker (or by cosine similarity); the best one at or above
+``similarity_threshold`` is a hit.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -36,6 +38,27 @@ logger = logging.getLogger(__name__)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL, answer TEXT NOT NULL,
     embedding BLOB NOT NULL, created REAL NOT NULL, accessed REAL NOT NULL, hits INTEGER NOT NULL DEFAULT 0)"""
+# A similar question only hits when it asks the same kind of thing about the same numbers: embeddings
+# put "When was X born?" next to "Where was X born?" (cosine 0.97 with MiniLM, above its paraphrases).
+_KINDS = (
+    ("how-many", r"\bhow (?:many|much)\b|多少|几"),
+    ("when", r"\bwhen\b|\bwhat (?:year|date|time|day|month)\b|\bin which year\b|什么时候|何时|哪一?年|几时"),
+    ("where", r"\bwhere\b|\bin which (?:town|city|country|place|village|region)\b|哪里|哪儿|在哪"),
+    ("who", r"\bwho(?:m|se)?\b|\bwhat(?:'s| is| was) (?:his|her|their|its|the) name\b|谁|叫什么|什么名字"),
+    ("why", r"\bwhy\b|为什么|为何"),
+    ("how", r"\bhow\b|怎么|如何|怎样"),
+    ("what", r"\bwhat\b|\bwhich\b|什么|哪"),
+)
+_KIND_PATTERNS = [(kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _KINDS]
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def question_signature(text: str) -> tuple[str, frozenset[str]]:
+    """The kind of question (its first question word's class) and the numbers it names."""
+    kind = next((name for name, pattern in _KIND_PATTERNS if pattern.search(text)), "")
+    return kind, frozenset(_NUMBER.findall(text))
+
+
 _ORDER = {
     EvictPolicy.LRU: "accessed, created",
     EvictPolicy.LFU: "hits, accessed",
@@ -122,7 +145,11 @@ class SimilarityStore:
             rows = self._rows(ids[0])
         if not rows:
             return None
-        candidates = [(rows[i], score) for score, i in zip(scores[0], ids[0], strict=True) if i in rows]
+        signature = question_signature(query)
+        candidates = [(rows[i], score) for score, i in zip(scores[0], ids[0], strict=True)
+                      if i in rows and question_signature(rows[i][1]) == signature]
+        if not candidates:
+            return None
         similarities = self._similarities(query, [row[1] for row, _ in candidates], [s for _, s in candidates])
         best = int(np.argmax(similarities))
         if similarities[best] < self.config.similarity_threshold:

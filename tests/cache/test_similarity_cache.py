@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from mx_rag.cache import CacheChainChat, CacheConfig, EvictPolicy, MxRAGCache, SimilarityCacheConfig
+from mx_rag.cache._similarity import question_signature
 from mx_rag.chain import SingleText2TextChain
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.errors import ParameterError
@@ -45,6 +46,17 @@ def test_a_paraphrase_hits_and_an_unrelated_question_misses(tmp_path: Path, mini
     assert cache.search("Who is the author of the play Hamlet?") == "William Shakespeare"
     assert cache.search("What is the capital city of France?") == "Paris"
     assert cache.search("How do I bake sourdough bread?") is None
+
+
+def test_a_question_of_another_kind_or_number_never_hits(tmp_path: Path, minilm: TextEmbedding) -> None:
+    cache = similar(tmp_path, minilm, similarity_threshold=0.5)
+    cache.update("When was Iwan Roberts born?", "26 June 1968")
+    cache.update("Which club did Iwan Roberts join in 1990?", "Huddersfield Town")
+    assert cache.search("Where was Iwan Roberts born?") is None  # cosine 0.97: closer than most paraphrases
+    assert cache.search("Which club did Iwan Roberts join in 1993?") is None
+    assert cache.search("In 1990, which club did Iwan Roberts move to?") == "Huddersfield Town"
+    assert question_signature("小明的爸爸是谁?") == question_signature("小明的爸爸叫什么名字")
+    assert question_signature("How many caps?")[0] == "how-many" and question_signature("In what year?")[0] == "when"
 
 
 def test_a_new_instance_finds_the_answers_and_a_lost_index_is_rebuilt(tmp_path: Path, minilm: TextEmbedding) -> None:
@@ -102,11 +114,12 @@ def test_a_reranker_decides_with_its_score_range(tmp_path: Path, minilm: TextEmb
         "client_param": ClientParam(use_http=True, retries=0), "score_min": 0.0, "score_max": 10.0})
     cache.update("Who wrote Hamlet?", "Shakespeare")
     cache.update("What is the capital of France?", "Paris")
-    tei.enqueue(Reply.json([{"index": 0, "score": 9.0}, {"index": 1, "score": 1.0}]))
-    assert cache.search("Hamlet's author?") == "Shakespeare"
-    assert tei.requests[0].json["query"] == "Hamlet's author?"
-    tei.enqueue(Reply.json([{"index": 0, "score": 6.0}, {"index": 1, "score": 1.0}]))  # 0.6 < 0.7
-    assert cache.search("Hamlet's author?") is None
+    tei.enqueue(Reply.json([{"index": 0, "score": 9.0}]))  # France's question is of another kind
+    assert cache.search("Who is Hamlet's author?") == "Shakespeare"
+    assert tei.requests[0].json["query"] == "Who is Hamlet's author?"
+    assert tei.requests[0].json["texts"] == ["Who wrote Hamlet?"]
+    tei.enqueue(Reply.json([{"index": 0, "score": 6.0}]))  # 0.6 < 0.7
+    assert cache.search("Who is Hamlet's author?") is None
 
 
 def test_memory_in_front_of_similarity(tmp_path: Path, minilm: TextEmbedding) -> None:
