@@ -53,7 +53,7 @@ def evaluate_kb(
         "--setting", help="NAME=CHAIN[:K], repeatable (default: default=<chain.type>:<chain.k>).")] = None,
     compare: Annotated[str | None, typer.Option(
         "--compare", help="A,B: paired differences of setting A minus setting B.")] = None,
-    questions: Annotated[int, typer.Option("--questions", min=1, max=1000, help="Test questions to write.")] = 8,
+    questions: Annotated[int, typer.Option("--questions", min=1, max=1000, help="Test questions to write.")] = 6,
     testset: Annotated[Path | None, typer.Option(
         "--testset", help="The test set (JSON Lines); written from the knowledge base when missing. "
                           "Default: OUT/testset.jsonl.")] = None,

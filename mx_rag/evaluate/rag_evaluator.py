@@ -25,7 +25,7 @@ FIELDS = ("user_input", "response", "retrieved_contexts", "reference")
 MAX_METRICS = 14
 MAX_ROWS = 128
 MAX_TEXT = 1_000_000
-JUDGE_CONFIG = LLMParameterConfig(max_tokens=384, temperature=0.0, seed=0)
+JUDGE_CONFIG = LLMParameterConfig(max_tokens=256, temperature=0.0, seed=0)
 
 
 def _check_metrics(metrics: Any) -> list[str]:
