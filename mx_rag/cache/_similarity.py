@@ -229,8 +229,10 @@ class SimilarityStore:
             options["load_local_index"] = save_file or str(self.folder / f"{self._name}.index")
             options["auto_save"] = True
             options.setdefault("metric_type", "COSINE")
-        elif kind == "milvus_db" and "param" in options:
-            options["params"] = options.pop("param")
+        elif kind == "milvus_db":
+            options.pop("use_http", None)  # the reference's examples pass it; the client already holds the URL
+            if "param" in options:
+                options["params"] = options.pop("param")
         self._vectors = VectorStorageFactory.create_storage(vector_type=kind, **options)
         self._reconcile(self._vectors)
 

@@ -182,7 +182,7 @@ def test_milvus_lite_as_the_vector_store(tmp_path: Path, minilm: TextEmbedding) 
     try:
         cache = similar(tmp_path, minilm, vector_config={
             "vector_type": "milvus_db", "client": client, "x_dim": 384, "collection_name": "mxrag_cache_123",
-            "param": None})
+            "use_http": False, "param": None})
         cache.update("Who wrote the play Hamlet?", "William Shakespeare")
         assert cache.search("Who is the author of the play Hamlet?") == "William Shakespeare"
         assert cache.search("How do I bake sourdough bread?") is None
