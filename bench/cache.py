@@ -53,7 +53,7 @@ QUESTIONS = [
 
 
 def ask(client: httpx.Client, question: str) -> tuple[float, dict]:
-    body = {"model": "bench", "messages": [{"role": "user", "content": question}], "max_tokens": 64,
+    body = {"model": "bench", "messages": [{"role": "user", "content": question}], "max_tokens": 32,
             "temperature": 0}
     started = time.perf_counter()
     response = client.post("/v1/chat/completions", json=body)
