@@ -77,6 +77,9 @@ def _register_rag_commands() -> None:
     from mx_rag.cli import mcp_cmd
 
     app.command("mcp")(mcp_cmd.mcp)
+    from mx_rag.cli import eval_cmd
+
+    app.command("eval")(eval_cmd.evaluate_kb)
 
 
 _register_rag_commands()

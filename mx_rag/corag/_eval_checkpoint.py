@@ -11,16 +11,14 @@ only when its summary's ``settings`` are these. Also the atomic JSON write of th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mx_rag.corag.datasets import parse_item
 from mx_rag.errors import ParameterError
+from mx_rag.utils.checkpoint import CHECKPOINT_SUFFIX, Checkpoint, atomic_write_json, checkpoint_path, digest
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
@@ -38,28 +36,8 @@ __all__ = [
 
 logger = logging.getLogger("mx_rag.corag.evaluator")
 
-CHECKPOINT_SUFFIX = ".partial.jsonl"
 CHECKPOINT_TYPE = "CoRagEvaluator checkpoint"
 CHECKPOINT_VERSION = 1
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=4, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def checkpoint_path(save_file: str | os.PathLike[str]) -> Path:
-    """Where ``evaluate(..., save_file)`` keeps its finished questions: ``<save_file>.partial.jsonl``."""
-    path = Path(save_file)
-    return path.with_name(path.name + CHECKPOINT_SUFFIX)
 
 
 def question_keys(records: list[Any]) -> list[str]:
@@ -97,10 +75,6 @@ def _matching(finished: dict[str, dict[str, Any]], records: list[Any], keys: lis
     """The finished records of this eval file's questions, by index."""
     return {index: finished[key] for index, key in enumerate(keys)
             if key in finished and _same_question(records[index], index, finished[key])}
-
-
-def digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def retryable(record: dict[str, Any]) -> bool:
@@ -180,34 +154,3 @@ def read_report(path: Path, settings: dict[str, Any], records: list[Any], keys: 
         logger.warning("%s: %d of its %d questions are not in this eval file; the new report leaves them out",
                        path, len(rows) - len(done), len(rows))
     return done
-
-
-class Checkpoint:
-    """The checkpoint file, appended one finished question at a time (flushed, fsynced, under a lock)."""
-
-    def __init__(self, path: Path, header: dict[str, Any], kept: list[dict[str, Any]]) -> None:
-        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *kept])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:  # a clean start: no half-written last line to append to, no stale failed records
-            with tmp.open("w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-        self._file: TextIO = path.open("a", encoding="utf-8")
-
-    def write(self, entry: dict[str, Any]) -> None:
-        text = json.dumps(entry, ensure_ascii=False) + "\n"
-        with self._lock:
-            self._file.write(text)
-            self._file.flush()
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +55,7 @@ from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.utils.checks import check_instance, check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN
 from mx_rag.utils.file_check import check_path
+from mx_rag.utils.progress import Progress
 
 __all__ = ["SAMPLE_TYPES", "GenerationStats", "SampleGenerator", "build_training_samples"]
 
@@ -80,39 +80,6 @@ def build_agent(config: CoRagBaseConfig, source: Any = None) -> CoRagAgent:
         context_tokens=config.context_tokens, max_tokens_per_question=config.max_tokens_per_question,
         early_stop=config.early_stop,
     )
-
-
-class Progress:
-    """A progress bar on stderr: tqdm when installed, else a counter line; silent when not a TTY."""
-
-    def __init__(self, total: int, desc: str) -> None:
-        self._total, self._desc, self._done = total, desc, 0
-        self._lock = threading.Lock()
-        self._enabled = total > 0 and sys.stderr.isatty()
-        self._bar: Any = None
-        if self._enabled:
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                pass
-            else:
-                self._bar = tqdm(total=total, desc=desc, unit="q", file=sys.stderr)
-
-    def update(self, count: int = 1) -> None:
-        with self._lock:
-            self._done += count
-            if self._bar is not None:
-                self._bar.update(count)
-            elif self._enabled:
-                sys.stderr.write(f"\r{self._desc}: {self._done}/{self._total}")
-                sys.stderr.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._bar is not None:
-                self._bar.close()
-            elif self._enabled:
-                sys.stderr.write("\n")
 
 
 def run_parallel(items: list[Any], work: Callable[[Any], Any], threads: int, desc: str) -> list[Any]:

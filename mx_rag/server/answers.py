@@ -112,6 +112,7 @@ class Answerer:
     def __init__(self, service: KnowledgeService, llm: Text2TextLLM) -> None:
         self.service = service
         self.llm = llm
+        self._caches: Any = None  # the [cache] settings' answer caches, made on first use
 
     def chain(self, who: Principal, kb: str, chain: str, question: Question, k: int | None) -> Any:
         from mx_rag.chain import GraphRagText2TextChain, ParallelText2TextChain, SingleText2TextChain
@@ -131,8 +132,20 @@ class Answerer:
         common = {"llm": self.llm, "retriever": retriever, "reranker": self.service.reranker(),
                   "prompt": answer_prompt(question.text), "sys_messages": question.history or None}
         if chain == "parallel":  # its own layout puts the question first too (the warm-up's prefix)
-            return ParallelText2TextChain(**common)
-        return SingleText2TextChain(**common, user_content_builder=question_first_content)
+            built: Any = ParallelText2TextChain(**common)
+        else:
+            built = SingleText2TextChain(**common, user_content_builder=question_first_content)
+        return self._cached(who, kb, chain, k, question, built)
+
+    def _cached(self, who: Principal, kb: str, chain: str, k: int | None, question: Question, built: Any) -> Any:
+        """``built`` behind the answer cache when ``[cache]`` is on (never for a conversation)."""
+        if not self.service.settings.cache.enabled or question.history:
+            return built
+        if self._caches is None:
+            from mx_rag.server.answer_cache import AnswerCaches
+
+            self._caches = AnswerCaches(self.service)
+        return self._caches.wrap(who, kb, chain, k, built)
 
     def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:
         settings = self.service.settings.chain
@@ -171,6 +184,8 @@ class Answerer:
                 yield "delta", text[len(sent):]
                 sent = text
         yield "sources", source_entries(last)
+        if last.get("cached"):
+            yield "cached", True
         if isinstance(chain, GraphChain):
             yield "graph", chain.view(question.text, last)
 

@@ -98,6 +98,7 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
             "usage": _usage(usage, question.text, answer),
             "sources": source_entries(result),
             **({"graph": result["graph"]} if "graph" in result else {}),
+            **({"cached": True} if result.get("cached") else {}),
         }
 
     @router.post("/v1/embeddings")

@@ -125,6 +125,15 @@ class UploadSettings(_Section):
         return self
 
 
+class CacheSettings(_Section):
+    enabled: bool = Field(default=False, description="answer repeated questions from a cache, per user and "
+                          "knowledge base, cleared for a knowledge base when its documents change")
+    similarity_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="None: the same question only; else similar questions whose "
+        "embeddings' cosine similarity is at least this hit too")
+    size: int = Field(default=1000, ge=1, le=100_000, description="answers kept per cache")
+
+
 class ServerSettings(BaseSettings):
     """The settings of one server (see the module docstring for the sources)."""
 
@@ -142,6 +151,7 @@ class ServerSettings(BaseSettings):
     chain: ChainSettings = ChainSettings()
     upload: UploadSettings = UploadSettings()
     graph: GraphSettings = GraphSettings()
+    cache: CacheSettings = CacheSettings()
     max_body_mb: int = Field(default=16, ge=1, le=1024, description="largest JSON request body")
 
     @classmethod
