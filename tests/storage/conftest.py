@@ -6,6 +6,9 @@ by ``scripts/ensure_postgres.sh``, which starts (and if need be installs) a loca
 that fails the PostgreSQL tests are skipped with the script's reason.
 
 ``postgres_table``: a table name unique to the test; the table is dropped afterwards.
+
+``milvus_client``: one milvus-lite client (a local file) for the session; tests use their own
+collections.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -52,3 +56,12 @@ def postgres_table(postgres_url: str) -> Iterator[str]:
             conn.execute(text(f"DROP TABLE IF EXISTS {name}"))
     finally:
         engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def milvus_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(str(tmp_path_factory.mktemp("milvus") / "milvus.db"))
+    yield client
+    client.close()

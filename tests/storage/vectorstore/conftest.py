@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,15 +27,6 @@ FAISS_BACKENDS = {
 }
 BACKENDS = [*FAISS_BACKENDS, "milvus-lite"]
 _names = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def milvus_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(str(tmp_path_factory.mktemp("milvus") / "milvus.db"))
-    yield client
-    client.close()
 
 
 @pytest.fixture(params=BACKENDS)
