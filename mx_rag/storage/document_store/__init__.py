@@ -19,16 +19,26 @@ if TYPE_CHECKING:
     from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
     from mx_rag.storage.document_store.milvus_storage import MilvusDocstore
     from mx_rag.storage.document_store.models import ChunkModel
+    from mx_rag.storage.document_store.opengauss_storage import OpenGaussDocstore
     from mx_rag.storage.document_store.postgres_storage import PostgresDocstore
     from mx_rag.storage.document_store.sqlite_storage import SQLiteDocstore
 
-__all__ = ["ChunkModel", "Docstore", "MilvusDocstore", "MxDocument", "PostgresDocstore", "SQLiteDocstore"]
+__all__ = [
+    "ChunkModel",
+    "Docstore",
+    "MilvusDocstore",
+    "MxDocument",
+    "OpenGaussDocstore",
+    "PostgresDocstore",
+    "SQLiteDocstore",
+]
 
 _LAZY = {
     "ChunkModel": "mx_rag.storage.document_store.models",
     "Docstore": "mx_rag.storage.document_store.base_storage",
     "MilvusDocstore": "mx_rag.storage.document_store.milvus_storage",
     "MxDocument": "mx_rag.storage.document_store.base_storage",
+    "OpenGaussDocstore": "mx_rag.storage.document_store.opengauss_storage",
     "PostgresDocstore": "mx_rag.storage.document_store.postgres_storage",
     "SQLiteDocstore": "mx_rag.storage.document_store.sqlite_storage",
 }
