@@ -166,13 +166,19 @@ class MilvusDocstore(Docstore):
         return ids
 
     def update(self, chunk_ids: Sequence[int], texts: Sequence[str]) -> None:
-        """Replace the text of existing chunks (Milvus re-indexes them for BM25).
+        """Replace the text of existing chunks (Milvus re-indexes them for BM25); milvus-lite only.
 
         Raises:
             ParameterError: lengths differ, an id repeats or does not exist, a text is too long.
+            StorageError: on a Milvus server, which would give the chunks new ids (nothing changes).
         """
         ids = check_ids("chunk_ids", chunk_ids, allow_empty=True).tolist()
         values = layout.check_texts(texts, len(ids))
+        if ids and not milvus_.is_lite(self._server):
+            # A Milvus server gives upserted rows of an auto_id collection new ids (docs of 2.5 and 2.6),
+            # which would cut chunks off their vectors: refuse before anything changes.
+            raise StorageError(f"update is unavailable on a Milvus server ({self._server}): it re-keys upserted "
+                               "chunks of auto_id collections; delete the document and add it again")
         stored = []
         for i, text in enumerate(values):
             check_str(f"texts[{i}]", text, 0, MAX_PAGE_CONTENT)
@@ -192,11 +198,7 @@ class MilvusDocstore(Docstore):
             new_rows.append(row)
         with self._call("upsert", write=True):
             for batch in _batches(new_rows):
-                result = self._client.upsert(self._collection, batch)
-                kept = [int(i) for i in result.get("ids", [])] if isinstance(result, dict) else []
-                if kept and kept != [row["id"] for row in batch]:
-                    raise StorageError(f"Milvus gave the updated chunks of {self._collection!r} new ids; "
-                                       "this server re-keys upserts of auto_id collections")
+                self._client.upsert(self._collection, batch)
         self._maybe_flush()
 
     # -- reads ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mx_rag.errors import ParameterError
+from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.document_store import MilvusDocstore, MxDocument
 from mx_rag.storage.document_store._milvus_docs import build_schema
 from mx_rag.testing.document_store import DocstoreConformance, chunks
@@ -129,3 +129,22 @@ def test_reference_example(milvus_client: Any, tmp_path: Any) -> None:
     assert chunk_store.delete(document_id) == ids
     assert chunk_store.search_by_document_id(document_id) == []
     client.close()
+
+
+def test_server_versions_are_gated(milvus_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client is milvus-lite; only the version it reports is a server's."""
+    monkeypatch.setattr(milvus_client, "get_server_version", lambda: "v2.4.9")
+    with pytest.raises(ParameterError, match=r"Milvus 2\.5 or later"):
+        MilvusDocstore(milvus_client, collection_name=_name())
+    monkeypatch.setattr(milvus_client, "get_server_version", lambda: "v2.3.5")
+    with pytest.raises(ParameterError, match=r"Milvus 2\.4 or later"):
+        MilvusDocstore(milvus_client, collection_name=_name(), enable_bm25=False)
+    monkeypatch.setattr(milvus_client, "get_server_version", lambda: "v2.5.4")
+    name = _name()
+    store = MilvusDocstore(milvus_client, collection_name=name)
+    ids = store.add(chunks(2), 1)
+    with pytest.raises(StorageError, match="re-keys"):
+        store.update(ids, ["new", "texts"])
+    rows = milvus_client.query(name, filter=f"id in [{ids[0]}, {ids[1]}]", output_fields=["page_content"])
+    assert sorted(row["page_content"] for row in rows) == ["chunk 0 text", "chunk 1 text"]
+    store.update([], [])
