@@ -289,10 +289,12 @@ class OpenGaussDB(VectorStore):
     def _dims(self) -> tuple[int | None, int | None]:
         """(dense, sparse) dimensions of the table, read from the catalogue once."""
         if self._dense_dim is None and self._sparse_dim is None:
-            query = text("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-                         "WHERE attrelid = to_regclass(:table) AND attname IN ('vector', 'sparse_vector')")
+            # pg_class rather than to_regclass, which openGauss (PostgreSQL 9.2's catalogue) lacks
+            query = text("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                         "JOIN pg_class c ON a.attrelid = c.oid WHERE c.relname = :table "
+                         "AND pg_table_is_visible(c.oid) AND a.attname IN ('vector', 'sparse_vector')")
             with self._errors("reading the table's dimensions"), self._engine.connect() as conn:
-                for column, kind in conn.execute(query, {"table": self._quote(self._table)}):
+                for column, kind in conn.execute(query, {"table": self._table}):
                     dim = int(kind.split("(")[1].rstrip(")")) if "(" in kind else None
                     if column == "vector":
                         self._dense_dim = dim

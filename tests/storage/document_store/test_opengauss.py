@@ -116,3 +116,19 @@ def test_reference_example(schema_engine: Callable[[], Engine], capsys: pytest.C
     with_bm25 = OpenGaussDocstore(engine=schema_engine())  # and the search itself, on the default store
     with_bm25.add(doc, document_id)
     assert [d.page_content for d in with_bm25.full_text_search("文本", filter_dict={"document_id": [1]})] == ["文本"]
+
+
+def test_chunk_model_reads_the_stores_table(schema_engine: Callable[[], Engine], tmp_path: Any) -> None:
+    """ChunkModel maps the table of the SQL stores (here OpenGaussDocstore's and SQLiteDocstore's)."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from mx_rag.storage.document_store import ChunkModel, SQLiteDocstore
+
+    engine = schema_engine()
+    for store in (OpenGaussDocstore(engine=engine), SQLiteDocstore(db_path=tmp_path / "sql.db")):
+        ids = store.add([MxDocument("甲", {"p": 1}, "a.md"), MxDocument("乙", {}, "b.md")], 5)
+        with Session(store.engine) as session:
+            rows = session.scalars(select(ChunkModel).order_by(ChunkModel.chunk_id)).all()
+            assert [(r.chunk_id, r.document_id, r.document_name, r.chunk_content, r.chunk_metadata) for r in rows] == [
+                (ids[0], 5, "a.md", "甲", {"p": 1}), (ids[1], 5, "b.md", "乙", {})]
