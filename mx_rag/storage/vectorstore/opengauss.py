@@ -227,8 +227,12 @@ class OpenGaussDB(VectorStore):
         scores: list[list[float]] = []
         ids: list[list[int]] = []
         with self._errors("searching"), self._engine.begin() as conn:
-            for name, value in self._tuning(conn, method, k).items():
-                conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+            settings = list(self._tuning(conn, method, k).items())
+            if settings:  # one round trip for all of them
+                calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(settings)))
+                values = {f"{kind}{i}": item for i, pair in enumerate(settings) for kind, item in zip(
+                    ("name", "value"), pair, strict=True)}
+                conn.execute(text(f"SELECT {calls}"), values)
             for query in queries:
                 params: dict[str, Any] = {"query": query, "k": k, **({"docs": docs} if docs else {})}
                 rows = sorted(conn.execute(statement, params).all(),
