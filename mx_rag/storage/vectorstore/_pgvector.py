@@ -31,6 +31,7 @@ OPS_SUFFIX = {"IP": "ip_ops", "L2": "l2_ops", "COSINE": "cosine_ops"}
 BUILD_PARAMS = {"HNSW": {"m": (2, 100), "ef_construction": (4, 1000)}, "IVFFLAT": {"lists": (1, 32768)}}
 DEFAULT_LISTS = 100
 MAX_EF_SEARCH = 1000
+MAX_SPARSE_NONZERO = 1000  # the most non-zero weights a sparsevec in an HNSW index may have
 
 
 def score_of(metric: str) -> Callable[[float], float]:
@@ -52,8 +53,11 @@ def sparse_literal(row: dict[int, float], dim: int, name: str) -> str:
     too_big = [index for index in row if index >= dim]
     if too_big:
         raise ParameterError(f"{name} holds index {too_big[0]}, but sparse_dim is {dim} (indices 0 to {dim - 1})")
-    items = ",".join(f"{index + 1}:{weight!r}" for index, weight in sorted(row.items()) if weight != 0.0)
-    return "{" + items + "}/" + str(dim)
+    pairs = [(index, weight) for index, weight in sorted(row.items()) if weight != 0.0]
+    if len(pairs) > MAX_SPARSE_NONZERO:
+        raise ParameterError(f"{name} has {len(pairs)} non-zero weights; the HNSW index of sparse vectors takes at "
+                             f"most {MAX_SPARSE_NONZERO}")
+    return "{" + ",".join(f"{index + 1}:{weight!r}" for index, weight in pairs) + "}/" + str(dim)
 
 
 def check_table_name(name: Any) -> str:

@@ -43,6 +43,7 @@ def test_sparse_and_hybrid_tables(pgvector_engine: Engine, table: str) -> None:
     assert sparse.search([{7: 1.0}], k=1)[1] == [[2]]
     with pytest.raises(ParameterError, match="sparse_dim is 1000"):
         sparse.add_sparse([9], [{1000: 1.0}])
+
     with pytest.raises(ParameterError, match="search_mode"):
         sparse.search(unit_vectors(1, DIM), k=1)
     sparse.drop_collection()
@@ -58,6 +59,9 @@ def test_sparse_and_hybrid_tables(pgvector_engine: Engine, table: str) -> None:
         hybrid.add([5], dense[:1])
     with pytest.raises(ParameterError, match="sparse_embeddings"):
         hybrid.add_dense_and_sparse([5], dense[:1], [{"a": 1.0}])
+    with pytest.raises(ParameterError, match="1001 non-zero"):
+        hybrid.add_dense_and_sparse([5], dense[:1], [dict.fromkeys(range(1001), 0.5)])
+    assert hybrid.count() == 2
 
 
 @pytest.mark.parametrize("metric", ["IP", "L2", "COSINE"])
