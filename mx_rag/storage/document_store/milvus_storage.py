@@ -115,6 +115,12 @@ class MilvusDocstore(Docstore):
                 self._client.create_collection(self._collection, schema=schema, index_params=indexes,
                                                consistency_level="Strong")
             return
+        with self._call("describe_collection"):
+            info = self._client.describe_collection(self._collection)
+        has_bm25 = any(function.get("type") == pymilvus.FunctionType.BM25 for function in info.get("functions") or [])
+        if has_bm25 != self._bm25:
+            raise ParameterError(f"enable_bm25 is {self._bm25}, but collection {self._collection!r} was made with "
+                                 f"enable_bm25={has_bm25}: open it with that value, or use another collection_name")
         with self._call("load_collection"):
             self._client.load_collection(self._collection)
 

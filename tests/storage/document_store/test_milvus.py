@@ -95,6 +95,8 @@ def test_reopening_keeps_chunks(milvus_client: Any) -> None:
     again = MilvusDocstore(milvus_client, collection_name=name)
     assert again.get_all_chunk_id() == ids and again.count() == 4
     assert [d.metadata["i"] for d in again.full_text_search("chunk 2", top_k=1)] == [2]
+    with pytest.raises(ParameterError, match="made with enable_bm25=True"):
+        MilvusDocstore(milvus_client, collection_name=name, enable_bm25=False)
 
 
 def test_k1_and_b_go_into_the_bm25_index_parameters(milvus_client: Any) -> None:
