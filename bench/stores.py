@@ -18,7 +18,11 @@ Vectors (default 10,000 random unit vectors of 128 dimensions, inner product, 20
 
 * ``faiss_flat`` / ``faiss_hnsw``: ``MindFAISS`` in memory (HNSW M=32, efSearch 64);
 * ``milvus_lite``: ``MilvusDB`` on milvus-lite (FLAT);
-* ``opengauss_pg``: ``OpenGaussDB`` HNSW (m=16, ef_construction=64) on PostgreSQL with pgvector.
+* ``opengauss_pg``: ``OpenGaussDB`` HNSW (m=32 and ef_search 64, as MindFAISS; ef_construction
+  64, the least pgvector takes for m=32, where faiss builds with 40) on PostgreSQL with pgvector.
+
+faiss runs with one OpenMP thread (as bench/vectorstore.py's default: on a shared 2-core machine
+more threads make a single query many times slower).
 
 Measured: ``add_vps`` (vectors per second, batches of 1,000), single-query p50/p90 ms (turns,
 query by query) and ``recall_at_10`` against the exact answer (numpy).
@@ -153,7 +157,7 @@ def vector_stores(workdir: Path, args: argparse.Namespace) -> tuple[dict[str, An
     if args.pgvector_url:
         engine = create_engine(args.pgvector_url)
         store = OpenGaussDB.create(engine=engine, collection_name=f"bench_{uuid.uuid4().hex[:12]}",
-                                   dense_dim=args.dim, params={"dense": {"m": 16, "ef_construction": 64}})
+                                   dense_dim=args.dim, params={"dense": {"m": 32, "ef_construction": 64}})
         stores["opengauss_pg"] = store
         cleanups.insert(0, store.drop_collection)
         cleanups.append(engine.dispose)
@@ -211,6 +215,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    import faiss
+
+    faiss.omp_set_num_threads(1)
     emit(environment(BENCH, mxrag=package_version("mxrag"), pymilvus=package_version("pymilvus"),
                      milvus_lite=package_version("milvus-lite"), faiss=package_version("faiss-cpu"),
                      cpu_count=os.cpu_count(), platform=platform.platform(), loadavg=loadavg(),

@@ -30,6 +30,7 @@ OPS_SUFFIX = {"IP": "ip_ops", "L2": "l2_ops", "COSINE": "cosine_ops"}
 # Index build parameters each index method takes (name -> allowed range).
 BUILD_PARAMS = {"HNSW": {"m": (2, 100), "ef_construction": (4, 1000)}, "IVFFLAT": {"lists": (1, 32768)}}
 DEFAULT_LISTS = 100
+DEFAULT_EF_SEARCH = 64  # as MilvusDB's and MindFAISS's HNSW searches (pgvector's own default is 40)
 MAX_EF_SEARCH = 1000
 MAX_SPARSE_NONZERO = 1000  # the most non-zero weights a sparsevec in an HNSW index may have
 
@@ -105,12 +106,12 @@ def index_ddl(quote: Callable[[str], str], table: str, column: str, kind: str, m
 def tuning(method: str, k: int, lists: int, iterative: bool) -> dict[str, str]:
     """pgvector's search settings for one query of ``k`` results (set with ``set_config(..., true)``).
 
-    HNSW looks at ``ef_search`` candidates (at least ``k``); IVFFLAT probes the square root of its
+    HNSW looks at ``ef_search`` candidates (64, or ``k`` if more); IVFFLAT probes the square root of its
     lists. With pgvector 0.8's iterative scans a filtered search goes on scanning until ``k`` rows
     pass the filter instead of returning fewer.
     """
     if method == "HNSW":
-        settings = {"hnsw.ef_search": str(min(max(k, 40), MAX_EF_SEARCH))}
+        settings = {"hnsw.ef_search": str(min(max(k, DEFAULT_EF_SEARCH), MAX_EF_SEARCH))}
         if iterative:
             settings["hnsw.iterative_scan"] = "strict_order"
         return settings
