@@ -15,6 +15,10 @@
 #    postgresql+psycopg://mxrag:mxrag@127.0.0.1:PORT/mxrag.
 #
 # Idempotent; only the URL goes to stdout; on failure it exits non-zero with the reason on stderr.
+#
+# MXRAG_POSTGRES_BINDIR (scripts/ensure_pgvector.sh sets it): run the server binaries found there,
+# always as a private server (its own data directory), and create MXRAG_POSTGRES_EXTENSION (if set)
+# in the database.
 set -euo pipefail
 
 ROLE=mxrag
@@ -22,7 +26,9 @@ PASSWORD=mxrag
 DATABASE=mxrag
 HOST=127.0.0.1
 PORT=${MXRAG_TEST_POSTGRES_PORT:-5432}
-PRIVATE_DIR="${TMPDIR:-/tmp}/mxrag-postgres-$(id -u)"
+BINDIR_OVERRIDE=${MXRAG_POSTGRES_BINDIR:-}
+EXTENSION=${MXRAG_POSTGRES_EXTENSION:-}
+PRIVATE_DIR="${TMPDIR:-/tmp}/mxrag-postgres-$(id -u)${BINDIR_OVERRIDE:+-$PORT}"
 
 log() { echo "ensure_postgres: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -69,7 +75,8 @@ find_bindir() {
     fi
 }
 
-BINDIR=$(find_bindir)
+BINDIR=${BINDIR_OVERRIDE:-$(find_bindir)}
+[[ -z $BINDIR_OVERRIDE || -x $BINDIR/postgres ]] || die "no postgres binary in MXRAG_POSTGRES_BINDIR=$BINDIR"
 if [[ -z $BINDIR ]]; then
     is_root || die "PostgreSQL server binaries not found and not root: install the postgresql package or set MXRAG_TEST_POSTGRES_URL"
     command -v apt-get >/dev/null 2>&1 || die "PostgreSQL server binaries not found and no apt-get to install them"
@@ -130,7 +137,7 @@ start_private_server() {
 }
 
 SOCKET_ARGS=()
-if is_root && command -v pg_ctlcluster >/dev/null 2>&1 && command -v pg_lsclusters >/dev/null 2>&1; then
+if [[ -z $BINDIR_OVERRIDE ]] && is_root && command -v pg_ctlcluster >/dev/null 2>&1 && command -v pg_lsclusters >/dev/null 2>&1; then
     start_debian_cluster || die "could not start the PostgreSQL $VERSION cluster (see /var/log/postgresql/)"
 else
     start_private_server || die "could not start a private PostgreSQL server (see $PRIVATE_DIR/server.log)"
@@ -153,6 +160,10 @@ if [[ -z $(superuser_sql "SELECT 1 FROM pg_database WHERE datname = '$DATABASE'"
 fi
 encoding=$(superuser_sql "SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = '$DATABASE'")
 [[ $encoding == UTF8 ]] || die "the database $DATABASE has encoding $encoding, not UTF8: drop it and run this again"
+if [[ -n $EXTENSION ]]; then
+    as_owner "$BINDIR/psql" -X -q -t -A -v ON_ERROR_STOP=1 "${SOCKET_ARGS[@]}" -d "$DATABASE" \
+        -c "CREATE EXTENSION IF NOT EXISTS $EXTENSION" >/dev/null || die "could not create the extension $EXTENSION"
+fi
 
 can_login "$PORT" || die "the role $ROLE cannot log in to $HOST:$PORT/$DATABASE with its password"
 url "$PORT"

@@ -17,6 +17,7 @@ import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.validation import check_filter, check_ids, check_k
+from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, METRIC_TYPES, SPARSE_MODES
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
@@ -52,6 +53,7 @@ class MilvusDB(VectorStore):
     IVF_PQ (IVF_FLAT is used there) and gets filter values inline instead of as parameters.
     Milvus 2.3 servers are served too: dense modes only (sparse vectors need 2.4), filter values
     inline, and the HNSW/IVF build parameters they require filled in with newer servers' defaults.
+    In HYBRID mode ``hybrid_search`` fuses a dense and a sparse search in Milvus (2.4 and later).
 
     Example:
         >>> from pymilvus import MilvusClient
@@ -303,6 +305,42 @@ class MilvusDB(VectorStore):
         if fields is None:
             return scores, ids
         return scores, ids, [[{f: hit.get("entity", {}).get(f) for f in fields} for hit in hits] for hits in result]
+
+    def hybrid_search(
+        self,
+        dense_embeddings: Any,
+        sparse_embeddings: Any,
+        k: int = 3,
+        filter_dict: dict[str, Any] | None = None,
+        *,
+        weights: tuple[float, float] | None = None,
+        rrf_k: int = 60,
+    ) -> Rows:
+        """Dense and sparse search fused by Milvus (HYBRID mode): top-``k`` (scores, ids) per query.
+
+        Row ``i`` of ``dense_embeddings`` and ``sparse_embeddings[i]`` (``{index: weight}``, such as
+        BGE-M3's lexical weights) are one query. Each field's best ``k`` are fused by reciprocal
+        rank (``rrf_k``) or, with ``weights=(dense, sparse)``, by a weighted sum of normalised scores;
+        the fused score (higher is better) is returned.
+        """
+        self._require((SearchMode.HYBRID,), "hybrid_search")
+        k = check_k(k)
+        docs = check_filter(filter_dict)
+        pymilvus = _pymilvus()
+        fuse = hybrid_.ranker(pymilvus, weights, rrf_k)
+        dense = as_matrix("dense_embeddings", dense_embeddings, self._dimension())
+        sparse = check_sparse("sparse_embeddings", sparse_embeddings, rows=len(dense))
+        if docs == []:
+            return [[] for _ in sparse], [[] for _ in sparse]
+        expr, params = self._in_expr("document_id", docs) if docs else ("", {})
+        knobs = schema_.search_knobs(self._index_type, "vector", None, k)
+        reqs = hybrid_.requests(pymilvus, [list(v) for v in dense], sparse, k=k, expr=expr, params=params,
+                                metric=self._metric, knobs=knobs)
+        with self._call("hybrid_search"):
+            result = self._client.hybrid_search(self._collection, reqs, fuse, limit=k, output_fields=["id"])
+        return [[float(hit["distance"]) for hit in hits] for hits in result], [
+            [int(hit["id"]) for hit in hits] for hits in result
+        ]
 
     def get_all_ids(self) -> list[int]:
         """Every id, read page by page with a query iterator (never one unbounded query)."""

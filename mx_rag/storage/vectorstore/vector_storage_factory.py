@@ -12,11 +12,13 @@ from mx_rag.storage.vectorstore.vectorstore import VectorStore
 _BUILTIN = {
     "npu_faiss_db": ("mx_rag.storage.vectorstore.faiss_npu", "MindFAISS"),
     "milvus_db": ("mx_rag.storage.vectorstore.milvus", "MilvusDB"),
+    "opengauss_db": ("mx_rag.storage.vectorstore.opengauss", "OpenGaussDB"),
 }
 
 
 class VectorStorageFactory:
-    """Creates stores by name: ``"npu_faiss_db"`` (MindFAISS) or ``"milvus_db"`` (MilvusDB).
+    """Creates stores by name: ``"npu_faiss_db"`` (MindFAISS), ``"milvus_db"`` (MilvusDB) or
+    ``"opengauss_db"`` (OpenGaussDB).
 
     Each name maps to the store's static ``create(**kwargs)``; errors are raised, never returned
     as None. Other backends can be added with ``register``.

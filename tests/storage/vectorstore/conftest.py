@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from mx_rag.storage.vectorstore import MilvusDB, MindFAISS, VectorStore
+from mx_rag.storage.vectorstore import MilvusDB, MindFAISS, OpenGaussDB, VectorStore
 from mx_rag.testing.vector_store import DIM, StoreFactory, unit_vectors
 
 __all__ = ["BACKENDS", "DIM", "FAISS_BACKENDS", "StoreFactory", "unit_vectors"]
@@ -27,17 +26,8 @@ FAISS_BACKENDS = {
         True,
     ),
 }
-BACKENDS = [*FAISS_BACKENDS, "milvus-lite"]
+BACKENDS = [*FAISS_BACKENDS, "milvus-lite", "opengauss-pgvector"]
 _names = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def milvus_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(str(tmp_path_factory.mktemp("milvus") / "milvus.db"))
-    yield client
-    client.close()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -47,7 +37,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreFactory:
-    """A factory of empty stores of the parametrized backend (file-backed FAISS, milvus-lite)."""
+    """A factory of empty stores of the parametrized backend (file-backed FAISS, milvus-lite,
+    OpenGaussDB on PostgreSQL with pgvector)."""
 
     def factory() -> VectorStore:
         if backend == "milvus-lite":
@@ -55,6 +46,11 @@ def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
             return MilvusDB.create(
                 client=client, collection_name=f"c{next(_names)}", x_dim=DIM, metric_type="IP", index_type="FLAT"
             )
+        if backend == "opengauss-pgvector":  # HNSW (approximate): PostgreSQL with pgvector
+            store = OpenGaussDB.create(engine=request.getfixturevalue("pgvector_engine"),
+                                       collection_name=f"v_{uuid.uuid4().hex[:16]}", dense_dim=DIM)
+            request.addfinalizer(store.drop_collection)
+            return store
         kwargs, _ = FAISS_BACKENDS[backend]
         return MindFAISS(x_dim=DIM, devs=[0], load_local_index=tmp_path / f"{next(_names)}.index", **kwargs)
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The vector-store conformance suite (``mx_rag.testing.vector_store``) on every backend: MindFAISS
-(FLAT IP/L2, COSINE, HNSW, IVF) and MilvusDB on milvus-lite (``make_store`` and ``backend`` come
-from conftest.py)."""
+(FLAT IP/L2, COSINE, HNSW, IVF), MilvusDB on milvus-lite and OpenGaussDB (HNSW) on PostgreSQL with
+pgvector (``make_store`` and ``backend`` come from conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,4 +15,4 @@ from .conftest import FAISS_BACKENDS
 class TestVectorStores(VectorStoreConformance):
     @pytest.fixture
     def exact(self, backend: str) -> bool:
-        return backend == "milvus-lite" or FAISS_BACKENDS[backend][1]
+        return backend == "milvus-lite" or (backend in FAISS_BACKENDS and FAISS_BACKENDS[backend][1])

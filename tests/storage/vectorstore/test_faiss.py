@@ -324,9 +324,9 @@ def test_importing_the_package_loads_neither_faiss_nor_pymilvus() -> None:
         "import sys\n"
         "from mx_rag.storage.vectorstore import VectorStore, SearchMode, MindFAISS, MilvusDB\n"
         "import mx_rag.storage.vectorstore as pkg\n"
-        "assert set(pkg.__all__) == {'MilvusDB', 'MindFAISS', 'SCORE_SCALE', 'SearchMode', 'VectorStorageFactory',"
-        " 'VectorStore'}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('faiss', 'pymilvus', 'milvus_lite')))"
+        "assert set(pkg.__all__) == {'MilvusDB', 'MindFAISS', 'OpenGaussDB', 'SCORE_SCALE', 'SearchMode',"
+        " 'VectorStorageFactory', 'VectorStore'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('faiss', 'pymilvus', 'milvus_lite', 'psycopg')))"
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
@@ -394,6 +394,8 @@ def test_the_factory_builds_stores_by_name(tmp_path: Path) -> None:
     )
     assert isinstance(store, MindFAISS)
     with pytest.raises(ParameterError, match="vector_type"):
+        VectorStorageFactory.create_storage(vector_type="chroma_db")
+    with pytest.raises(ParameterError, match="engine"):
         VectorStorageFactory.create_storage(vector_type="opengauss_db")
     with pytest.raises(ParameterError, match="x_dim"):
         VectorStorageFactory.create_storage(vector_type="npu_faiss_db", x_dim=0)

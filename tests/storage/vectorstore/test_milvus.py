@@ -187,3 +187,30 @@ def test_concurrent_writers_on_milvus_lite(milvus_client: Any) -> None:
         thread.join()
     assert failures == []
     assert store.count() == 8 * 29
+
+
+def test_hybrid_search_fuses_dense_and_sparse_in_milvus(milvus_client: Any) -> None:
+    """Sparse vectors as BGE-M3's lexical weights are: {token id: weight} per text."""
+    store = _create(milvus_client, search_mode=SearchMode.HYBRID)
+    eye = np.eye(DIM, dtype=np.float32)
+    dense = np.stack([eye[0], 0.8 * eye[0] + 0.6 * eye[1], eye[2], eye[3]])
+    lexical = [{200: 1.0}, {101: 0.5}, {101: 0.9}, {104: 1.0}]
+    store.add_dense_and_sparse([1, 2, 3, 4], dense, lexical, document_id=[1, 1, 2, 2])
+    query_dense = eye[:1]  # dense ranks 1, 2; sparse ranks 3, 2: only 2 is in both lists
+    scores, ids = store.hybrid_search(query_dense, [{101: 1.0}], k=2)
+    assert ids[0][0] == 2 and ids[0][1] in (1, 3)
+    assert scores[0] == pytest.approx([2 / 62, 1 / 61], abs=1e-6)
+    assert store.hybrid_search(query_dense, [{101: 1.0}], k=2, weights=(1.0, 0.0))[1] == [[1, 2]]
+    assert store.hybrid_search(query_dense, [{101: 1.0}], k=2, weights=(0.0, 1.0))[1] == [[3, 2]]
+    assert store.hybrid_search(query_dense, [{101: 1.0}], k=2, filter_dict={"document_id": [2]})[1][0][0] == 3
+    assert store.hybrid_search(query_dense, [{101: 1.0}], filter_dict={"document_id": []}) == ([[]], [[]])
+    two = store.hybrid_search(dense[[0, 3]], [{200: 1.0}, {104: 1.0}], k=1)[1]
+    assert two == [[1], [4]]
+    for kwargs, name in [({"weights": (0.5,)}, "weights"), ({"weights": (0.0, 0.0)}, "weights"),
+                         ({"rrf_k": 0}, "rrf_k"), ({"k": 0}, "k")]:
+        with pytest.raises(ParameterError, match=name):
+            store.hybrid_search(query_dense, [{101: 1.0}], **kwargs)
+    with pytest.raises(ParameterError, match="sparse_embeddings"):
+        store.hybrid_search(query_dense, [{101: 1.0}, {102: 1.0}])
+    with pytest.raises(ParameterError, match="search_mode"):
+        _create(milvus_client).hybrid_search(query_dense, [{101: 1.0}])
