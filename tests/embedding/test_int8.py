@@ -12,7 +12,7 @@ import pytest
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.embedding.local._cache import MARKER_FILE
 from mx_rag.embedding.local.int8 import INT8_FILE, int8_available, int8_dir
-from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL, INT8_SUFFIX
+from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL, INT8_DEFAULT_MODELS, INT8_SUFFIX
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.local import LocalKnowledge
 from mx_rag.knowledge.store import DEFAULT_EMBEDDING, recorded_int8
@@ -57,8 +57,9 @@ def test_one_default_model_for_the_sdk_and_local_knowledge(tmp_path: Path, mxrag
     default = TextEmbedding()
     kb = LocalKnowledge.open(tmp_path / "kb", white_paths=[tmp_path])
     assert kb.embedding.embedding_id == default.embedding_id
-    # on a CPU with the int8 extra installed, the default model computes in int8
-    assert default.embedding_id == "multilingual-e5-small" + INT8_SUFFIX and default.int8
+    # on a CPU with the int8 extra installed, int8 exactly when the default model qualified for it
+    int8 = DEFAULT_MODEL in INT8_DEFAULT_MODELS
+    assert default.int8 is int8 and default.embedding_id == "multilingual-e5-small" + (INT8_SUFFIX if int8 else "")
 
 
 def test_a_knowledge_base_keeps_its_variant(tmp_path: Path) -> None:
