@@ -173,7 +173,7 @@ def test_unsupported_sentence_transformers_module_is_refused(tmp_path: Path) -> 
 )
 def test_bad_arguments(kwargs: dict[str, object], name: str) -> None:
     with pytest.raises(ParameterError, match=rf"^{name}\b"):
-        TextEmbedding(**kwargs)  # type: ignore[arg-type]
+        TextEmbedding(**{"model_path": "all-MiniLM-L6-v2", **kwargs})  # type: ignore[arg-type]
 
 
 def test_directory_without_config_is_refused(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from mx_rag.embedding.local._model_info import (
     resolve_max_length,
     resolve_pooling,
 )
-from mx_rag.errors import ParameterError
+from mx_rag.errors import ExtraNotInstalledError, ParameterError
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_dir
@@ -106,9 +106,10 @@ class TextEmbedding(Embeddings):
         batch_size: texts per forward pass of ``embed_documents``, 1 to 1024; default: chosen for the
             device (``mx_rag.embedding.device.BATCH_SIZES``: 8 on the CPU, 32 on accelerators).
         int8: (keyword) compute in int8 on the CPU with ONNX Runtime (``mx_rag.embedding.local.int8``,
-            the ``int8`` extra); ``None``: int8 for the models in ``INT8_DEFAULT_MODELS`` when no
-            accelerator is found and the extra is installed, else float32 (fp16 on accelerators).
-            ``embedding_id`` names the variant, so a knowledge base never mixes the two.
+            the ``int8`` extra), even where an accelerator is present; ``None``: int8 for the models in
+            ``INT8_DEFAULT_MODELS`` (none yet) when no accelerator is found and the extra is installed,
+            else float32 (fp16 on accelerators). ``embedding_id`` names the variant, so a knowledge
+            base never mixes the two.
 
     Texts are tokenised first, then sorted by their token count and batched in that order, and each
     batch is padded to its longest text only, so the model computes almost no padding (sorting
@@ -151,6 +152,11 @@ class TextEmbedding(Embeddings):
             check_int("max_length", max_length, 1, MAX_LENGTH_LIMIT)
         self._batch_size = None if batch_size is None else check_batch_size(batch_size)
         self._int8_arg = None if int8 is None else check_bool("int8", int8)
+        if int8:
+            from mx_rag.embedding.local.int8 import int8_available
+
+            if not int8_available():  # before a knowledge base records int8 vectors it cannot compute
+                raise ExtraNotInstalledError("onnxruntime", "int8")
         self._int8: bool | None = None
         self._model_name = str(DEFAULT_MODEL if model_path is None else model_path)
         self._pooling_arg = pooling_method
