@@ -15,7 +15,7 @@ from mx_rag.embedding.local.int8 import INT8_FILE, int8_available, int8_dir
 from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL, INT8_DEFAULT_MODELS, INT8_SUFFIX
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.local import LocalKnowledge
-from mx_rag.knowledge.store import DEFAULT_EMBEDDING, recorded_int8
+from mx_rag.knowledge.store import DEFAULT_EMBEDDING, choose_embedding, recorded_int8
 
 pytestmark = pytest.mark.skipif(not int8_available(), reason='the int8 extra: pip install "mxrag[int8]"')
 
@@ -86,6 +86,7 @@ def test_recorded_variant() -> None:
     assert recorded_int8("all-MiniLM-L6-v2", recorded) is True
     assert recorded_int8("multilingual-e5-small", recorded) is False  # built before int8: stays float32
     assert recorded_int8("/models/bge-small", recorded) is None
+    assert choose_embedding(None, recorded) == "all-MiniLM-L6-v2"  # the model, whatever its variant
 
 
 def test_int8_argument_is_checked() -> None:
