@@ -39,7 +39,8 @@ BUILTIN_MODELS = (MINILM_NAME, E5_MODEL_NAME)
 DEFAULT_MODEL = E5_MODEL_NAME
 # Models computed in int8 on a CPU unless int8=False: those whose recall@5 with int8 vectors was
 # measured within 0.01 of float32 on HotpotQA-100 and MuSiQue-100 (docs/benchmarks.md, "int8
-# embedding"). None yet: multilingual-e5-small's MuSiQue recall@5 fell by 0.011 (0.6275 -> 0.6167).
+# embedding"). None yet: multilingual-e5-small's MuSiQue recall@5 fell by 0.011 (8-bit weights) and
+# 0.013 (7-bit) from 0.6275.
 INT8_DEFAULT_MODELS: tuple[str, ...] = ()
 INT8_SUFFIX = "@int8"  # ends the embedding id of int8 vectors, so they are never mixed with float32 ones
 _ALIASES = {
