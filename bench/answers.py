@@ -29,7 +29,7 @@ line, question: ``_user_content_builder``):
   Both answer with the short-answer instruction (the Chinese set: the Chinese one). Data: the
   first ``--pooled`` questions (default 100) of HotpotQA (994 pooled paragraphs) and MuSiQue
   (1,890), ``"<title>: <paragraph>"`` chunks, one vector per paragraph computed once with
-  mx_rag's ``TextEmbedding`` and given to both stores (so both search the same vectors; each
+  mx_rag's ``TextEmbedding`` in float32 and given to both stores (so both search the same vectors; each
   embeds its questions itself); and the Chinese Debian Reference **PDF**, loaded and split by each
   system's own loader (mx_rag ``LoaderMng.with_defaults()``, LangChain ``PyPDFLoader`` and
   ``RecursiveCharacterTextSplitter`` at the same 750 / 150) with the ``--chinese`` questions of
@@ -392,7 +392,9 @@ def pooled(server: Any, args: argparse.Namespace, common: dict[str, Any]) -> Non
     from mx_rag.embedding.local import TextEmbedding
     from mx_rag.knowledge.store import DEFAULT_EMBEDDING
 
-    embedding = TextEmbedding(DEFAULT_EMBEDDING)
+    # float32 vectors: LangChain embeds its questions in float32, and int8 and float32 vectors are never
+    # mixed in one index (int8's recall is bench/retrieval_defaults.py's)
+    embedding = TextEmbedding(DEFAULT_EMBEDDING, int8=False)
     lc_embedding = langchain_embedding()  # loaded once for every set
     wanted = set(args.sets.split(","))
     sets: list[tuple[str, list[str] | None, list[dict[str, Any]]]] = [

@@ -126,7 +126,7 @@ def build_retriever(root: Path, records: list[dict[str, Any]], embedding: str) -
     if embedding == "minilm":
         from mx_rag.embedding.local import TextEmbedding
 
-        embedder = TextEmbedding()
+        embedder = TextEmbedding("all-MiniLM-L6-v2")
     else:
         from mx_rag.testing import HashEmbedding
 

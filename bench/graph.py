@@ -447,7 +447,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
 def run(args: argparse.Namespace) -> None:
     pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
-    model = TextEmbedding()
+    model = TextEmbedding("all-MiniLM-L6-v2")
     with llm_extractor(args) as llm:
         extractors = {"offline": ReusedExtractor()} if "offline" in args.extractors else {}
         if llm is not None:

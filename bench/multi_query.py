@@ -6,7 +6,7 @@ The 100 HotpotQA (train) questions of ``hotpotqa_train.json`` are asked against 
 ``"<title>: <paragraph>"`` by default (``--content text``: the paragraph alone), so the title is
 seen by both the embedding and the keyword index; the title is also kept in the chunk metadata,
 which is what the scoring reads. All chunks live in one ``SQLiteDocstore`` (FTS5 index) and one
-in-memory ``MindFAISS`` (FLAT, inner product) of ``TextEmbedding()`` (all-MiniLM-L6-v2) vectors.
+in-memory ``MindFAISS`` (FLAT, inner product) of ``TextEmbedding("all-MiniLM-L6-v2")`` vectors.
 
 Methods, all with ``k=5``:
 
@@ -336,7 +336,7 @@ def run(args: argparse.Namespace) -> None:
     corpus = load_corpus(args.data_dir, args.content)
     emit(environment_line(args, len(corpus), len(questions)))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-mq-") as workdir:
-        embedding = TextEmbedding()
+        embedding = TextEmbedding("all-MiniLM-L6-v2")
         start = time.perf_counter()
         texts = [doc.page_content for doc in corpus]
         vectors, seconds = cached_vectors(embedding.embed_documents, EMBEDDING_MODEL, texts, args.cache_dir, "hotpotqa")

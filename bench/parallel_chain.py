@@ -3,7 +3,7 @@
 """Time to first token of ``SingleText2TextChain`` and ``ParallelText2TextChain`` on a real LLM.
 
 Everything is real and local: the embedded llama.cpp server (``LocalLLMServer``, SmolLM2-135M,
-prompt cache on), a ``LocalKnowledge`` base (MiniLM + FAISS + SQLite) over the Debian Reference
+prompt cache on), a ``LocalKnowledge`` base (its default embedding + FAISS + SQLite) over the Debian Reference
 (878 KB of text, about 1,400 chunks), and a ``LocalReranker`` (a cross-encoder built from the MiniLM
 weights, as in tests/reranker) that reranks the top ``--candidates`` chunks down to 1. The settings
 are the seed's image-and-text example: ``k=1`` document and its long ``TEXT_INFER_PROMPT`` as the

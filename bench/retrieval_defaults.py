@@ -45,6 +45,12 @@ knowledge base splits it (``LoaderMng.with_defaults()``: 750 characters, 150 ove
 found at k when one of the first k chunks holds its answer passage's anchor string (answers.py's
 ``CHINESE``).
 
+A model name may end in ``@int8`` or ``@fp32`` (``TextEmbedding(int8=...)``; without either, the
+library's choice: int8 on a CPU for multilingual-e5-small when the ``int8`` extra is installed), so
+``--models multilingual-e5-small@fp32,multilingual-e5-small@int8 --default-only`` compares the two
+variants' recall on the default retrieval, and the ``vectors`` lines give the cosine of each
+model's vectors to the first model's (median, minimum) where the models are variants of one model.
+
 torch runs on ``--torch-threads`` (default 1: the machine is shared). Output: JSON lines on
 stdout: an environment line, an ``ingest`` line per model and dataset, one line per config.
 
@@ -91,6 +97,7 @@ from answers import CHINESE, ZH_TEXT
 from multi_query import mean
 
 from mx_rag.embedding.local import TextEmbedding
+from mx_rag.embedding.local.text_embedding import INT8_SUFFIX
 from mx_rag.knowledge.store import DEFAULT_EMBEDDING, embedding_id
 from mx_rag.retrievers import FullTextRetriever, HybridRetriever, Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -190,6 +197,29 @@ def methods(common: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
     return out
 
 
+def open_embedding(model: str) -> TextEmbedding:
+    """``TextEmbedding`` for a ``--models`` entry: a name or path, optionally ending in @int8 / @fp32."""
+    for suffix, int8 in ((INT8_SUFFIX, True), ("@fp32", False)):
+        if model.endswith(suffix):
+            return TextEmbedding(model[: -len(suffix)], int8=int8)
+    return TextEmbedding(model)
+
+
+def base_model(model: str) -> str:
+    return embedding_id(model.rsplit("@", 1)[0])
+
+
+def cosine_line(base: dict[str, Any], model: str, first: tuple[str, Any] | None, vectors: Any) -> dict[str, Any] | None:
+    """Cosine of ``vectors`` to the first model's, when both are variants of one model."""
+    if first is None or first[0] == model or base_model(first[0]) != base_model(model):
+        return None
+    import numpy as np
+
+    cos = (np.asarray(first[1]) * np.asarray(vectors)).sum(axis=1)
+    return {**base, "embedding": model, "method": "vectors", "versus": first[0],
+            "cosine_median": round(float(np.median(cos)), 4), "cosine_min": round(float(cos.min()), 4)}
+
+
 def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], embeddings: dict[str, TextEmbedding],
                 args: argparse.Namespace, workdir: Path) -> None:
     gold_any = name == "chinese"
@@ -197,8 +227,10 @@ def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], 
     try:
         ids = docstore.add(corpus, document_id=1)
         base = {"bench": BENCH, "dataset": name, "questions": len(questions), "corpus_chunks": len(ids)}
-        emit({**base, "embedding": None, "method": "full_text",
-              **measure(FullTextRetriever(document_store=docstore, k=DEPTH).invoke, questions, gold_any)})
+        if not args.default_only:
+            emit({**base, "embedding": None, "method": "full_text",
+                  **measure(FullTextRetriever(document_store=docstore, k=DEPTH).invoke, questions, gold_any)})
+        first: tuple[str, Any] | None = None
         for model, embedding in embeddings.items():
             texts = [doc.page_content for doc in corpus]
             vectors, seconds = cached_vectors(embedding.embed_documents, model, texts, args.cache_dir,
@@ -209,14 +241,18 @@ def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], 
                   "chunks_per_s": None if seconds is None else round(len(corpus) / seconds, 1),
                   "avg_chunk_chars": round(chars / len(corpus)), "cached": seconds is None,
                   "loadavg_1m": loadavg_1m()})
+            cosine = cosine_line(base, model, first, vectors)
+            if cosine is not None:
+                emit(cosine)
+            first = first or (model, vectors)
             vector_store = MindFAISS(x_dim=embedding.dimension, devs=None, load_local_index=None)
             vector_store.add(ids, vectors, document_id=1)
             common = {"vector_store": vector_store, "document_store": docstore,
                       "embed_func": embedding.embed_documents, "k": DEPTH}
-            for method, params, retriever in methods(common):
+            for method, params, retriever in [] if args.default_only else methods(common):
                 emit({**base, "embedding": model, "method": method, "k": DEPTH, **params,
                       **measure(retriever.invoke, questions, gold_any)})
-            if embedding_id(model) == embedding_id(DEFAULT_EMBEDDING):
+            if base_model(model) == embedding_id(DEFAULT_EMBEDDING):
                 default = HybridRetriever(**{**common, "k": CHAIN_K})
                 emit({**base, "embedding": model, "method": "default", "k": CHAIN_K,
                       "note": "mxrag ask/chat, the server and LocalKnowledge.retriever(): HybridRetriever's defaults",
@@ -240,10 +276,10 @@ def run(args: argparse.Namespace) -> None:
     emit(environment_line(args))
     embeddings: dict[str, TextEmbedding] = {}
     for model in args.models:
-        embedding = TextEmbedding(model)
+        embedding = open_embedding(model)
         start = time.perf_counter()
         embedding.embed_documents(["warm-up"])
-        emit({"bench": BENCH, "method": "model_load", "embedding": model,
+        emit({"bench": BENCH, "method": "model_load", "embedding": model, "embedding_id": embedding.embedding_id,
               "load_s": round(time.perf_counter() - start, 2)})
         embeddings[model] = embedding
     datasets: list[tuple[str, Callable[[], tuple[list[MxDocument], list[Question]]]]] = [
@@ -267,6 +303,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="keep corpus vectors here between runs (then no ingest timing); default: embed afresh")
+    parser.add_argument("--default-only", action="store_true",
+                        help="measure only the default retrieval (and the vectors' cosine between variants)")
     parser.add_argument("--no-chinese", dest="chinese", action="store_false",
                         help="skip the Chinese Debian Reference questions")
     return parser.parse_args(argv)

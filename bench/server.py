@@ -11,10 +11,14 @@ Setup (everything on this machine, nothing from a network):
 * ``mxrag serve`` started as a subprocess (``python -m mx_rag.cli serve --data-dir D --port 0
   --llm-url URL --workers N``) in a fresh data folder; a knowledge base ``docs`` is created and
   this repository's ``docs/*.md`` are uploaded through the API (multipart, one job, polled until
-  done): MiniLM (all-MiniLM-L6-v2) + FAISS + SQLite, 750-character chunks, the defaults;
+  done): the embedding model ``--model`` (by default mx_rag's default model, multilingual-e5-small; int8 on
+  a CPU when the ``int8`` extra is installed, as a user gets it) + FAISS + SQLite, 750-character
+  chunks, the defaults;
 * the peer: Hayhooks (``hayhooks run --workers N``) serving a pipeline wrapper that this script
-  writes into the work folder: ``SentenceTransformersTextEmbedder`` (the same MiniLM weights, from
-  the same local folder, normalised) -> ``InMemoryEmbeddingRetriever`` (dot product) over the same
+  writes into the work folder: ``SentenceTransformersTextEmbedder`` (the same model, from the same
+  local folder, with the same ``"query: "`` / ``"passage: "`` prefixes where the model has them,
+  normalised; the run stops, printing no ratio, if the server's model folder is another) ->
+  ``InMemoryEmbeddingRetriever`` (dot product) over the same
   chunk texts (read back from our chunk store after the upload, embedded by the peer's
   ``SentenceTransformersDocumentEmbedder`` when it starts) -> ``ChatPromptBuilder`` (the same user
   message as our ``SingleText2TextChain``: the chunks, the instruction, the question, each
@@ -174,6 +178,7 @@ class PipelineWrapper(BasePipelineWrapper):
         device = ComponentDevice.from_str("cpu")
         chunks = json.loads(Path(cfg["chunks"]).read_text())
         indexer = SentenceTransformersDocumentEmbedder(model=cfg["model_dir"], device=device,
+                                                       prefix=cfg["document_prefix"],
                                                        normalize_embeddings=True, progress_bar=False)
         indexer.warm_up()
         docs = indexer.run([Document(id=c["id"], content=c["text"]) for c in chunks])["documents"]
@@ -181,7 +186,7 @@ class PipelineWrapper(BasePipelineWrapper):
         self.store.write_documents(docs)
 
         def embedder():
-            return SentenceTransformersTextEmbedder(model=cfg["model_dir"], device=device,
+            return SentenceTransformersTextEmbedder(model=cfg["model_dir"], device=device, prefix=cfg["query_prefix"],
                                                     normalize_embeddings=True, progress_bar=False)
 
         self.retrieval = Pipeline()
@@ -596,7 +601,7 @@ def environment_line(args: argparse.Namespace, files: list[Path]) -> dict[str, A
         packages={name: package_version(name, None) for name in packages}, workers=args.workers,
         delay_ms=args.delay_ms, levels=args.levels, seconds=args.seconds, warmup_s=args.warmup_s, rounds=args.rounds,
         torch_threads=args.torch_threads, k=K, questions=len(QUESTIONS),
-        corpus=[str(f.relative_to(REPO)) for f in files], peer=args.peer,
+        corpus=[str(f.relative_to(REPO)) for f in files], peer=args.peer, model=args.model,
     )
 
 
@@ -620,7 +625,8 @@ def run(args: argparse.Namespace) -> int:
         llm_url = llm.first_line(60) + "/v1"
         t0 = time.monotonic()
         ours = Child("mxrag serve", [sys.executable, "-m", "mx_rag.cli", "serve", "--data-dir", str(workdir / "data"),
-                                     "--port", "0", "--llm-url", llm_url, "--workers", str(args.workers)],
+                                     "--port", "0", "--llm-url", llm_url, "--workers", str(args.workers),
+                                     "--embedding", args.model],
                      env, workdir / "mxrag.log")
         children.append(ours)
         our_url = ours.first_line(120)
@@ -640,9 +646,15 @@ def run(args: argparse.Namespace) -> int:
             chunks = inproc.chunks()
             (workdir / "chunks.json").write_text(json.dumps(chunks))
             settings = inproc.settings
-            from mx_rag.embedding.local._model_info import minilm_dir
+            from mx_rag.embedding.local._model_info import read_model_info
+            from mx_rag.embedding.local.text_embedding import TextEmbedding
 
-            config = {"chunks": str(workdir / "chunks.json"), "model_dir": str(minilm_dir()), "k": K,
+            info = read_model_info(TextEmbedding(args.model).model_dir)
+            if info.path.resolve() != inproc.service.embedding.model_dir.resolve():  # like with like, or no figures
+                raise SystemExit(f"bench/server.py: the server embeds with {inproc.service.embedding.model_dir}, "
+                                 f"the peer with {info.path}: no ratio between two models")
+            config = {"chunks": str(workdir / "chunks.json"), "model_dir": str(info.path), "k": K,
+                      "document_prefix": info.document_prefix, "query_prefix": info.query_prefix,
                       "llm_url": llm_url, "llm_model": settings.llm.model, "max_tokens": settings.llm.max_tokens,
                       "temperature": settings.llm.temperature, "timeout": settings.llm.timeout,
                       "instruction": instruction}
@@ -791,6 +803,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", choices=("hayhooks", "none"), default="hayhooks")
     parser.add_argument("--workdir", default=DEFAULT_WORKDIR, help="data folder, logs (emptied first)")
     parser.add_argument("--quick", action="store_true", help="1 round, 3 s per cell, 0.5 s warm-up")
+    parser.add_argument("--model", default="multilingual-e5-small",
+                        help="the embedding model of both servers (mx_rag's default, multilingual-e5-small)")
     args = parser.parse_args(argv)
     if args.serve_scripted_llm is not None:
         return serve_scripted_llm(args.serve_scripted_llm)

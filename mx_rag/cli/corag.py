@@ -102,6 +102,7 @@ def passage_retriever(workdir: Path, records: list[Any], embedding_model: str | 
 
     from mx_rag.corag.datasets import iter_passages
     from mx_rag.embedding.local import TextEmbedding
+    from mx_rag.embedding.local.text_embedding import INT8_SUFFIX
     from mx_rag.errors import ParameterError
     from mx_rag.knowledge.store import DEFAULT_EMBEDDING
     from mx_rag.retrievers import Retriever
@@ -113,7 +114,7 @@ def passage_retriever(workdir: Path, records: list[Any], embedding_model: str | 
                              "'paragraphs'); pass --retrieval-url to use a retrieval API instead")
     model = embedding_model or DEFAULT_EMBEDDING
     embedding = TextEmbedding(model)
-    root = workdir / f"{KB_PREFIX}{_kb_key(passages, model)}"
+    root = workdir / f"{KB_PREFIX}{_kb_key(passages, model + (INT8_SUFFIX if embedding.int8 else ''))}"
     if (root / READY_FILE).is_file():
         _note(f"knowledge base: reusing {root} ({len(passages)} paragraphs)")
     else:

@@ -21,7 +21,7 @@ from typing import Any
 from mx_rag.knowledge.ingest import FileEvent, IngestReport, ingest_files, prune_documents
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, embedding_id
+from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, recorded_int8
 
 __all__ = ["LocalKnowledge"]
 
@@ -49,10 +49,14 @@ class LocalKnowledge:
         chunk_size: int = 750,
         chunk_overlap: int = 150,
         drop_incomplete: bool = False,
+        int8: bool | None = None,
     ) -> LocalKnowledge:
         """Open (or create) the knowledge base in ``workdir``; ``embedding_model`` is a path or
         a built-in name (default: the model the folder's knowledge bases were built with, else
-        multilingual-e5-small: ``choose_embedding``). ``drop_incomplete`` as in ``KnowledgeDB``."""
+        multilingual-e5-small: ``choose_embedding``). ``int8`` as in ``TextEmbedding``; default:
+        the variant the folder's vectors of that model were built with, else the library's. A
+        knowledge base opened with the other variant raises ``KnowledgeError`` (nothing is mixed).
+        ``drop_incomplete`` as in ``KnowledgeDB``."""
         from mx_rag.document import LoaderMng
         from mx_rag.embedding.local import TextEmbedding
         from mx_rag.storage.document_store import SQLiteDocstore
@@ -61,10 +65,11 @@ class LocalKnowledge:
         root = Path(workdir)
         root.mkdir(parents=True, exist_ok=True)
         registry = KnowledgeStore(db_path=str(root / "sql.db"))
-        model = choose_embedding(embedding_model, registry.embedding_models())
-        embedding = TextEmbedding(model)
+        recorded = registry.embedding_models()
+        model = choose_embedding(embedding_model, recorded)
+        embedding = TextEmbedding(model, int8=recorded_int8(model, recorded) if int8 is None else int8)
         registry.add_knowledge(knowledge_name, DEFAULT_USER, "admin")
-        registry.check_embedding(knowledge_name, DEFAULT_USER, embedding_id(model), embedding.dimension)
+        registry.check_embedding(knowledge_name, DEFAULT_USER, embedding.embedding_id, embedding.dimension)
         knowledge = KnowledgeDB(
             knowledge_store=registry,
             chunk_store=SQLiteDocstore(db_path=str(root / "sql.db")),

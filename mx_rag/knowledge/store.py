@@ -40,8 +40,8 @@ def check_user_id(user_id: Any) -> str:
     return user_id
 
 
-# A new knowledge base's model when none is configured: the best recall measured on HotpotQA,
-# MuSiQue and the Chinese questions (docs/benchmarks.md, "Retrieval defaults"); 100 languages.
+# A new knowledge base's model when none is configured: TextEmbedding's DEFAULT_MODEL (kept here
+# as a string so that reading it imports no embedding code).
 DEFAULT_EMBEDDING = "multilingual-e5-small"
 
 
@@ -63,7 +63,22 @@ def choose_embedding(configured: str | None, recorded: Sequence[str]) -> str:
     from mx_rag.embedding.local.text_embedding import BUILTIN_MODELS
 
     builtin = {embedding_id(name): name for name in BUILTIN_MODELS}
-    return next((builtin[embedding_id(m)] for m in recorded if embedding_id(m) in builtin), DEFAULT_EMBEDDING)
+    bases = [_base_id(m) for m in recorded]
+    return next((builtin[base] for base in bases if base in builtin), DEFAULT_EMBEDDING)
+
+
+def _base_id(model: str) -> str:
+    from mx_rag.embedding.local.text_embedding import INT8_SUFFIX
+
+    return embedding_id(model).removesuffix(INT8_SUFFIX)
+
+
+def recorded_int8(model: str, recorded: Sequence[str]) -> bool | None:
+    """Whether the vectors recorded for ``model`` (``recorded``, most used first) are int8: True,
+    False (float), or None when the folder has none of that model (then the library's default holds).
+    A folder keeps the variant it was built with, as it keeps its model."""
+    base = embedding_id(model)
+    return next((_base_id(m) != embedding_id(m) for m in recorded if _base_id(m) == base), None)
 
 
 class KnowledgeStore:
@@ -195,6 +210,13 @@ class KnowledgeStore:
             row = session.get(EmbeddingRecord, member.knowledge_id)
             if row is None:
                 session.add(EmbeddingRecord(knowledge_id=member.knowledge_id, model=model, dimension=dimension))
+            elif _base_id(row.model) == _base_id(model) and embedding_id(row.model) != embedding_id(model):
+                variant = "int8" if _base_id(row.model) != embedding_id(row.model) else "float"
+                raise KnowledgeError(
+                    f"knowledge base {knowledge_name!r} holds {variant} vectors of {row.model!r}, not {model!r}: "
+                    f"open it with TextEmbedding(int8={variant == 'int8'}) (LocalKnowledge.open(int8=...)), or "
+                    "make a new knowledge base and ingest the documents again to change the variant"
+                )
             elif (embedding_id(row.model), row.dimension) != (embedding_id(model), dimension):  # any spelling
                 raise KnowledgeError(
                     f"knowledge base {knowledge_name!r} was built with the embedding model {row.model!r} "

@@ -32,7 +32,7 @@ from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.ingest import ingest_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
-from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, embedding_id
+from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, recorded_int8
 from mx_rag.server import metrics
 from mx_rag.server.jobs import IngestJob, JobStore
 from mx_rag.server.keys import KeyStore, Principal
@@ -75,8 +75,9 @@ class KnowledgeService:
         self.jobs = JobStore(self._engine, lease_s=settings.upload.job_lease_s, on_reaped=self._drop_orphans,
                              on_beat=self._sweep_partials)
         self._swept = 0.0
-        self.embedding_model = choose_embedding(settings.embedding.model, self.registry.embedding_models())
-        self.embedding = TextEmbedding(self.embedding_model)
+        recorded = self.registry.embedding_models()
+        self.embedding_model = choose_embedding(settings.embedding.model, recorded)
+        self.embedding = TextEmbedding(self.embedding_model, int8=recorded_int8(self.embedding_model, recorded))
         self.chunks = self._chunk_store()
         self.vectors = self._vector_store()
         self.loader = LoaderMng.with_defaults(
@@ -164,8 +165,7 @@ class KnowledgeService:
         with self._open_lock:
             kb = KnowledgeDB(knowledge_store=self.registry, chunk_store=self.chunks, vector_store=self.vectors,
                              knowledge_name=name, white_paths=[str(self.uploads)], user_id=who.user_id)
-            self.registry.check_embedding(name, who.user_id, embedding_id(self.embedding_model),
-                                          self.embedding.dimension)
+            self.registry.check_embedding(name, who.user_id, self.embedding.embedding_id, self.embedding.dimension)
             self._open[key] = kb
             return kb
 

@@ -28,12 +28,12 @@ def mxrag_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def minilm() -> TextEmbedding:
-    return TextEmbedding()
+    return TextEmbedding("all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="session")
 def e5(mxrag_home: Path) -> TextEmbedding:
-    model = TextEmbedding("multilingual-e5-small")
+    model = TextEmbedding("multilingual-e5-small", int8=False)  # the converted float32 model itself
     model.embed_query("warm up")  # convert and load once for the session
     return model
 

@@ -95,7 +95,7 @@ def test_plain_directory_defaults_to_cls_and_mean_matches_minilm(plain_dir: Path
 
 @pytest.mark.parametrize("method", ["cls", "mean", "max", "lasttoken"])
 def test_every_pooling_method_gives_unit_vectors(minilm: TextEmbedding, method: str) -> None:
-    emb = TextEmbedding(pooling_method=method)  # overrides the directory's mean pooling
+    emb = TextEmbedding("all-MiniLM-L6-v2", pooling_method=method)  # overrides the directory's mean pooling
     vectors = emb.embed_documents(["one", "a longer second text"], batch_size=2)
     assert [round(math.sqrt(sum(x * x for x in v)), 5) for v in vectors] == [1.0, 1.0]
     alone = emb.embed_documents(["one"])  # padding must not change the result
@@ -112,7 +112,7 @@ def test_pooling_ignores_padding_on_either_side() -> None:
 
 
 def test_max_length_truncates(minilm: TextEmbedding) -> None:
-    short = TextEmbedding(max_length=8)
+    short = TextEmbedding("all-MiniLM-L6-v2", max_length=8)
     head = "alpha beta gamma delta epsilon zeta eta theta"
     a, b = short.embed_documents([head + " iota kappa", head + " completely different tail"])
     assert a == pytest.approx(b, abs=1e-5)
@@ -173,7 +173,7 @@ def test_unsupported_sentence_transformers_module_is_refused(tmp_path: Path) -> 
 )
 def test_bad_arguments(kwargs: dict[str, object], name: str) -> None:
     with pytest.raises(ParameterError, match=rf"^{name}\b"):
-        TextEmbedding(**kwargs)  # type: ignore[arg-type]
+        TextEmbedding(**{"model_path": "all-MiniLM-L6-v2", **kwargs})  # type: ignore[arg-type]
 
 
 def test_directory_without_config_is_refused(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_fp16_is_not_used_on_cpu(minilm: TextEmbedding) -> None:
 
 @pytest.mark.parametrize("lock", [threading.Lock(), threading.RLock(), multiprocessing.Lock()])
 def test_user_lock_is_accepted(lock: object, minilm: TextEmbedding) -> None:
-    emb = TextEmbedding(lock=lock)
+    emb = TextEmbedding("all-MiniLM-L6-v2", lock=lock)
     assert emb.embed_query("locked") == pytest.approx(minilm.embed_query("locked"), abs=1e-6)
 
 
@@ -205,7 +205,7 @@ def test_concurrent_first_use_loads_once(monkeypatch: pytest.MonkeyPatch, minilm
         return original(self, info)  # type: ignore[arg-type]
 
     monkeypatch.setattr(TextEmbedding, "_load", counting_load)
-    emb = TextEmbedding()
+    emb = TextEmbedding("all-MiniLM-L6-v2")
     texts = [f"sentence number {i}" for i in range(12)]
     results: list[list[list[float]]] = []
     threads = [threading.Thread(target=lambda: results.append(emb.embed_documents(texts, batch_size=4)))
@@ -305,7 +305,7 @@ def _batch_lengths(emb: TextEmbedding, texts: list[str], **kwargs: int) -> list[
 
 
 def test_batches_follow_token_counts_not_characters() -> None:
-    emb = TextEmbedding()
+    emb = TextEmbedding("all-MiniLM-L6-v2")
     # Few characters but many tokens (symbols), and many characters but few tokens (long words):
     # sorted by characters these would share batches with texts of very different token counts.
     texts = ["@ # $ % ^ & * ( ) _ + = { } [ ] | : ; < > ? ~ ` !" * 2, "antidisestablishmentarianism " * 6,
@@ -322,8 +322,8 @@ def test_batch_size_defaults_to_the_devices_and_can_be_set(minilm: TextEmbedding
     texts = [f"sentence number {i}" for i in range(40)]
     size = default_batch_size(minilm._model().device)
     assert len(_batch_lengths(minilm, texts)) == math.ceil(40 / size)
-    fives = TextEmbedding(batch_size=5)
+    fives = TextEmbedding("all-MiniLM-L6-v2", batch_size=5)
     assert len(_batch_lengths(fives, texts)) == 8
     assert len(_batch_lengths(fives, texts, batch_size=20)) == 2  # the call's batch_size wins
     with pytest.raises(ParameterError, match=r"^batch_size"):
-        TextEmbedding(batch_size=0)
+        TextEmbedding("all-MiniLM-L6-v2", batch_size=0)

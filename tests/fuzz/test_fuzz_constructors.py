@@ -241,7 +241,7 @@ EMBEDDING_FIELDS: dict[str, tuple[Callable[[Any], bool], st.SearchStrategy[Any]]
 @given(field=_field_values(EMBEDDING_FIELDS))
 def test_text_embedding_limits_without_loading_a_model(field: tuple[str, Any]) -> None:
     name, value = field
-    check(lambda v: TextEmbedding(**{name: v}), name, value, EMBEDDING_FIELDS[name][0](value))
+    check(lambda v: TextEmbedding("all-MiniLM-L6-v2", **{name: v}), name, value, EMBEDDING_FIELDS[name][0](value))
 
 
 @pytest.fixture(scope="module")

@@ -188,7 +188,7 @@ def minilm_toy(tmp_path_factory: pytest.TempPathFactory) -> GraphRAGPipeline:
     root = tmp_path_factory.mktemp("facts")
     paths = write_texts(root / "toy", TOY)
     (root / "work").mkdir()
-    pipeline = GraphRAGPipeline(root / "work", None, TextEmbedding(), 384)  # spaCy + MiniLM
+    pipeline = GraphRAGPipeline(root / "work", None, TextEmbedding("all-MiniLM-L6-v2"), 384)  # spaCy + MiniLM
     pipeline.upload_files(list(paths.values()), LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0))
     pipeline.build_graph()
     return pipeline

@@ -33,7 +33,7 @@ def llm(local_llm) -> Text2TextLLM:  # type: ignore[no-untyped-def]
 def test_build_and_answer_with_the_local_llm(tmp_path: Path, llm: Text2TextLLM) -> None:
     from mx_rag.embedding.local import TextEmbedding
 
-    embedding = TextEmbedding()
+    embedding = TextEmbedding("all-MiniLM-L6-v2")
     files = []
     for stem in ("krilanovich", "two_dollar_radio"):
         files.append(tmp_path / f"{stem}.txt")

@@ -39,7 +39,7 @@ def test_keyword_index_follows_builds_and_deletions(tmp_path: Path) -> None:
     paths = write_texts(tmp_path / "toy", TOY)
     loader = LoaderMng.with_defaults(chunk_size=2000, chunk_overlap=0)
     (tmp_path / "work").mkdir()
-    pipeline = GraphRAGPipeline(tmp_path / "work", None, TextEmbedding(), 384)
+    pipeline = GraphRAGPipeline(tmp_path / "work", None, TextEmbedding("all-MiniLM-L6-v2"), 384)
     pipeline.upload_files([p for stem, p in paths.items() if stem != "kestrel"], loader)
     pipeline.build_graph()
     retriever = pipeline.as_retriever(mode="mix")

@@ -19,7 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "multihop" / "hotpotqa_sam
 def emb():  # type: ignore[no-untyped-def]
     from mx_rag.embedding.local import TextEmbedding
 
-    return TextEmbedding()  # the embedded English default, all-MiniLM-L6-v2
+    return TextEmbedding("all-MiniLM-L6-v2")  # the embedded English default, all-MiniLM-L6-v2
 
 
 @pytest.fixture(scope="package")

