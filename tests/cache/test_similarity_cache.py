@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def minilm() -> TextEmbedding:
-    return TextEmbedding()
+    return TextEmbedding("all-MiniLM-L6-v2")
 
 
 def similar(folder: Path, minilm: TextEmbedding, name: str = "sim", **kwargs: object) -> MxRAGCache:

@@ -91,7 +91,7 @@ def test_constructor_checks() -> None:
 
 @pytest.fixture(scope="module")
 def minilm() -> TextEmbedding:
-    return TextEmbedding()
+    return TextEmbedding("all-MiniLM-L6-v2")
 
 
 def _by_topic(vectors: list[list[float]]) -> np.ndarray:
