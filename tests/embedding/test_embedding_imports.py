@@ -41,7 +41,7 @@ def test_import_local_package_alone_is_light() -> None:
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("mx_rag.embedding", ["ImageEmbedding", "TEIEmbedding", "TextEmbedding"]),
+        ("mx_rag.embedding", ["EmbeddingFactory", "ImageEmbedding", "TEIEmbedding", "TextEmbedding"]),
         ("mx_rag.embedding.local", ["ImageEmbedding", "TextEmbedding"]),
         ("mx_rag.embedding.service", ["TEIEmbedding"]),
     ],
