@@ -155,7 +155,7 @@ def finetune_embedding(model_path: str | os.PathLike[str] | None, train_data_pat
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
-            total += float(loss)
+            total += float(loss.detach())
             step += 1
         logger.info("epoch %d/%d: mean loss %.4f over %d steps", epoch, epochs, total / max(1, len(batches)),
                     len(batches))
@@ -167,7 +167,8 @@ def finetune_embedding(model_path: str | os.PathLike[str] | None, train_data_pat
 def _embed(model: Any, texts: list[str]) -> Any:
     import torch
 
-    features = model.tokenize(texts)
+    prepare = getattr(model, "preprocess", None) or model.tokenize  # tokenize: sentence-transformers < 6
+    features = prepare(texts)
     features = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in features.items()}
     vectors = model(features)["sentence_embedding"]
     return torch.nn.functional.normalize(vectors, dim=-1)
