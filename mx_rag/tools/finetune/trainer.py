@@ -175,8 +175,8 @@ def _embed(model: Any, texts: list[str]) -> Any:
 
 
 def evaluate_embedding(model_path: str | os.PathLike[str] | None, eval_data_path: str | os.PathLike[str], *,
-                       dev_id: int = 0, batch_size: int = 32, name: str = "", decrypt_fn: Any = None
-                       ) -> dict[str, float]:
+                       dev_id: int = 0, batch_size: int = 32, name: str = "", decrypt_fn: Any = None,
+                       corpus: Sequence[str] = ()) -> dict[str, float]:
     """Retrieval metrics of the model on ``eval_data_path``: ``cosine_recall@5`` and the rest.
 
     Args:
@@ -186,6 +186,7 @@ def evaluate_embedding(model_path: str | os.PathLike[str] | None, eval_data_path
         batch_size: texts per forward pass, 1 to 1024.
         name: a prefix for the metric names (``"<name>_cosine_recall@5"``), as sentence-transformers writes them.
         decrypt_fn: ``str -> str`` for data written with ``encrypt_fn``.
+        corpus: more passages to search among (distractors: the rest of the document set).
 
     Returns:
         ``{"cosine_accuracy@1": ..., "cosine_recall@5": ..., "cosine_ndcg@10": ..., "cosine_mrr@10": ...,
@@ -200,6 +201,8 @@ def evaluate_embedding(model_path: str | os.PathLike[str] | None, eval_data_path
         except ImportError:  # sentence-transformers < 6
             from sentence_transformers.evaluation import InformationRetrievalEvaluator  # type: ignore[no-redef]
 
+    if not isinstance(corpus, (list, tuple)) or not all(isinstance(c, str) and c for c in corpus):
+        raise fail("corpus", corpus, "a list of non-empty passages")
     corpus_ids: dict[str, str] = {}
     queries: dict[str, Any] = {}
     relevant: dict[str, set[str]] = {}
@@ -207,8 +210,10 @@ def evaluate_embedding(model_path: str | os.PathLike[str] | None, eval_data_path
         doc_id = corpus_ids.setdefault(passage, f"d{len(corpus_ids)}")
         queries[f"q{i}"] = query
         relevant[f"q{i}"] = {doc_id}
-    corpus: dict[str, Any] = {doc_id: passage for passage, doc_id in corpus_ids.items()}
-    evaluator = InformationRetrievalEvaluator(queries=queries, corpus=corpus, relevant_docs=relevant,
+    for passage in corpus:
+        corpus_ids.setdefault(passage, f"d{len(corpus_ids)}")
+    passages: dict[str, Any] = {doc_id: passage for passage, doc_id in corpus_ids.items()}
+    evaluator = InformationRetrievalEvaluator(queries=queries, corpus=passages, relevant_docs=relevant,
                                               name=name, batch_size=batch_size, show_progress_bar=False,
                                               write_csv=False)
     raw = evaluator(model)
