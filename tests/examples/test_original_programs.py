@@ -162,3 +162,131 @@ def test_chat_with_ascend_data_side(services: ScriptedServer, tmp_path: Path) ->
     assert vector_store.get_ntotal() == len(texts) == chunk_store.count()
     knowledge_db.delete_all()
     assert vector_store.get_ntotal() == 0
+
+
+def milvus_docstore() -> Any:
+    """MilvusDocstore, or a skip until mx_rag has it (it comes with the stores work of issue 31)."""
+    module = pytest.importorskip("mx_rag.storage.document_store")
+    if not hasattr(module, "MilvusDocstore"):
+        pytest.skip("mx_rag.storage.document_store.MilvusDocstore is not in this checkout")
+    return module.MilvusDocstore
+
+
+def test_rag_with_api_programs(services: ScriptedServer, tmp_path: Path) -> None:
+    """rag_demo_knowledge.py (upload files from threads into Milvus-backed stores) then
+    rag_demo_query.py (answer questions from threads with SingleText2TextChain, k=1)."""
+    import threading
+
+    from langchain_community.document_loaders import TextLoader
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from pymilvus import MilvusClient
+
+    from mx_rag.chain import SingleText2TextChain
+    from mx_rag.document import LoaderMng
+    from mx_rag.document.loader import DocxLoader, PdfLoader
+    from mx_rag.embedding.service import TEIEmbedding
+    from mx_rag.knowledge import KnowledgeDB
+    from mx_rag.knowledge.handler import upload_files
+    from mx_rag.knowledge.knowledge import KnowledgeStore
+    from mx_rag.llm import Text2TextLLM
+    from mx_rag.retrievers import Retriever
+    from mx_rag.storage.vectorstore import MilvusDB
+
+    docstore = milvus_docstore()
+    files = []
+    for i, text in enumerate(PARAGRAPHS):
+        files.append(tmp_path / f"doc{i}.txt")
+        files[-1].write_text(text, encoding="utf-8")
+    loader_mng = LoaderMng()
+    loader_mng.register_loader(loader_class=TextLoader, file_types=[".txt", ".md"])
+    loader_mng.register_loader(loader_class=PdfLoader, file_types=[".pdf"])
+    loader_mng.register_loader(loader_class=DocxLoader, file_types=[".docx"])
+    loader_mng.register_splitter(splitter_class=RecursiveCharacterTextSplitter,
+                                 file_types=[".pdf", ".docx", ".txt", ".md"],
+                                 splitter_params={"chunk_size": 750, "chunk_overlap": 150, "keep_separator": False})
+    emb = TEIEmbedding(url=services.url("/embed"), client_param=ClientParam(use_http=True))
+    embedding_dim = len(emb.embed_documents(["test"])[0])
+    client = MilvusClient(str(tmp_path / "milvus.db"))
+    vector_store = MilvusDB.create(client=client, x_dim=embedding_dim, collection_name="milvus_vector",
+                                   auto_flush=False)
+    chunk_store = docstore(client=client, collection_name="milvus_chunk", auto_flush=False)
+    knowledge_store = KnowledgeStore(db_path=str(tmp_path / "milvus-knowledge.db"))
+    knowledge_store.add_knowledge("test", "Default", "admin")
+    knowledge_db = KnowledgeDB(knowledge_store=knowledge_store, chunk_store=chunk_store, vector_store=vector_store,
+                               knowledge_name="test", white_paths=[str(tmp_path)], user_id="Default",
+                               lock=threading.Lock())
+    batches = [[str(f) for f in files[:2]], [str(f) for f in files[2:]]]
+    threads = [threading.Thread(target=upload_files, args=(knowledge_db, batch, loader_mng, emb.embed_documents, True))
+               for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(d.document_name for d in knowledge_db.get_all_documents()) == [f.name for f in files]
+
+    with ScriptedServer() as llm_server:  # echoes the prompt: the answer shows the context it got
+        retriever = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents,
+                              k=1, score_threshold=0.3)
+        llm = Text2TextLLM(base_url=llm_server.url("/v1/chat/completions"), model_name="qwen",
+                           client_param=ClientParam(use_http=True, timeout=60))
+        results: dict[str, Any] = {}
+
+        def ask(question: str) -> None:
+            results[question] = SingleText2TextChain(retriever=retriever, llm=llm).query(question)
+
+        questions = ["What is Milvus?", "What does the CANN toolkit provide?"]
+        workers = [threading.Thread(target=ask, args=(q,)) for q in questions]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    assert "milvus-lite" in results[questions[0]]["source_documents"][0]["page_content"]
+    assert "operator libraries" in results[questions[1]]["source_documents"][0]["page_content"]
+    client.close()
+
+
+def test_dify_program_data_side(services: ScriptedServer, tmp_path: Path) -> None:
+    """dify_demo.py: files added through KnowledgeDB, then retrieve_similarity_docs(): dense Retriever
+    plus FullTextRetriever on the Milvus chunk store, deduplicated, reranked by TEI."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from pymilvus import MilvusClient
+
+    from mx_rag.document import LoaderMng
+    from mx_rag.document.loader import DocxLoader
+    from mx_rag.embedding.service import TEIEmbedding
+    from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
+    from mx_rag.reranker.service import TEIReranker
+    from mx_rag.retrievers import FullTextRetriever, Retriever
+    from mx_rag.storage.vectorstore import MilvusDB
+
+    docstore = milvus_docstore()
+    home = tmp_path / "home"
+    home.mkdir()
+    client = MilvusClient(str(tmp_path / "milvus.db"))
+    vector_store = MilvusDB.create(client=client, x_dim=384, collection_name="kb_vector")
+    chunk_store = docstore(client, collection_name="kb_chunk")
+    knowledge_store = KnowledgeStore(db_path=str(tmp_path / "knowledge_store_sql.db"))
+    knowledge_store.add_knowledge("kb", user_id="knowledge_demo")
+    knowledge_db = KnowledgeDB(knowledge_store=knowledge_store, chunk_store=chunk_store, vector_store=vector_store,
+                               knowledge_name="kb", white_paths=[str(home)], user_id="knowledge_demo")
+    emb = TEIEmbedding(url=services.url("/embed"), client_param=ClientParam(use_http=True))
+    loader_mng = LoaderMng()
+    loader_mng.register_loader(loader_class=DocxLoader, file_types=[".docx"])
+    loader_mng.register_splitter(splitter_class=RecursiveCharacterTextSplitter, file_types=[".docx"],
+                                 splitter_params={"chunk_size": 120, "chunk_overlap": 0, "keep_separator": False})
+    path = make_docx(home / "guide.docx", PARAGRAPHS)
+    loader_info, splitter_info = loader_mng.get_loader(".docx"), loader_mng.get_splitter(".docx")
+    docs = loader_info.loader_class(file_path=str(path)).load_and_split(
+        splitter_info.splitter_class(**splitter_info.splitter_params))
+    knowledge_db.add_file(path, [d.page_content for d in docs], emb.embed_documents,
+                          [d.metadata for d in docs])
+
+    query = "Which vector database keeps its collection in a local file?"
+    dense = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents, k=3,
+                      score_threshold=0.1).invoke(query)
+    full_text = FullTextRetriever(document_store=chunk_store, k=3).invoke(query)
+    unique = list({d.page_content: d for d in dense + full_text}.values())
+    reranker = TEIReranker(url=services.url("/rerank"), client_param=ClientParam(use_http=True), k=1)
+    best = reranker.rerank_top_k(unique, reranker.rerank(query, [d.page_content for d in unique]))
+    assert "milvus-lite" in best[0].page_content
+    client.close()
