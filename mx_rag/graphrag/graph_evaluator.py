@@ -36,7 +36,7 @@ from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.protocol import ChatLLM, chat_llm
 from mx_rag.utils.checks import check_instance, check_int, fail
 
-__all__ = ["KINDS", "GraphEvaluation", "GraphEvaluator", "KindScore", "PassageReport"]
+__all__ = ["KINDS", "GraphEvaluation", "GraphEvaluator", "KindScore", "PassageReport", "pipeline_relations"]
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +140,34 @@ class GraphEvaluation:
         if self.failed:
             lines.append(f"{len(self.failed)} passage(s) not evaluated (LLM errors), first: {self.failed[0]}")
         return "\n".join(lines)
+
+
+def pipeline_relations(pipeline: Any, max_passages: int = MAX_RELATIONS) -> list[dict[str, Any]]:
+    """What ``GraphRAGPipeline.build_graph`` extracted, per chunk, in ``evaluate``'s format.
+
+    Each built chunk with at least one relation gives ``{"raw_text": chunk, "entity_relations":
+    [{"Head", "Relation", "Tail"}]}`` (mx_rag extracts entity relations only), in document order,
+    at most ``max_passages`` of them; chunks longer than 4096 characters are cut to that length.
+
+    >>> report = GraphEvaluator(llm, LLMParameterConfig()).evaluate(pipeline_relations(pipeline))  # doctest: +SKIP
+    """
+    from mx_rag.graphrag.pipeline import GraphRAGPipeline
+
+    check_instance("pipeline", pipeline, GraphRAGPipeline)
+    check_int("max_passages", max_passages, 1, MAX_RELATIONS)
+    registry = pipeline._registry
+    out: list[dict[str, Any]] = []
+    for document in registry.documents():
+        for chunk in registry.chunks(registry.chunk_ids(document)).values():
+            extraction = registry.cached(chunk.hash)
+            if extraction is None or not extraction.relations:
+                continue
+            triples = [{"Head": r.source[:MAX_TEXT], "Relation": r.relation[:MAX_TEXT], "Tail": r.target[:MAX_TEXT]}
+                       for r in extraction.relations]
+            out.append({"raw_text": chunk.text[:MAX_TEXT], "entity_relations": triples})
+            if len(out) == max_passages:
+                return out
+    return out
 
 
 def _check_depth(value: Any, depth: int, where: str) -> None:

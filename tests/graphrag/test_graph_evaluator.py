@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mx_rag.document import LoaderMng
 from mx_rag.errors import ParameterError
 from mx_rag.graphrag import GraphEvaluator
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
@@ -51,13 +52,14 @@ def judge(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedServer]:
+def judge_server() -> Iterator[ScriptedServer]:
     with ScriptedServer(responder=judge) as srv:
         yield srv
 
 
 @pytest.fixture
-def evaluator(server: ScriptedServer) -> GraphEvaluator:
+def evaluator(judge_server: ScriptedServer) -> GraphEvaluator:
+    server = judge_server
     server.reset()
     config = LLMParameterConfig(temperature=0.5, top_p=0.8, max_tokens=8192)
     llm = Text2TextLLM(base_url=server.url("/v1/chat/completions"), model_name="judge", llm_config=config,
@@ -65,7 +67,9 @@ def evaluator(server: ScriptedServer) -> GraphEvaluator:
     return GraphEvaluator(llm, config)
 
 
-def test_scores_and_report(evaluator: GraphEvaluator, server: ScriptedServer, capsys: pytest.CaptureFixture) -> None:
+def test_scores_and_report(evaluator: GraphEvaluator, judge_server: ScriptedServer,
+                           capsys: pytest.CaptureFixture) -> None:
+    server = judge_server
     report = evaluator.evaluate(RELATIONS)
     entity = report.scores["entity_relations"]
     assert (entity.extracted, entity.wrong, entity.missed) == (4, 1, 2)
@@ -93,7 +97,8 @@ def test_reference_example_reads_a_relations_file(evaluator: GraphEvaluator, tmp
     assert set(report.scores) == {"entity_relations", "event_entity_relations", "event_relations"}
 
 
-def test_unusable_answer_is_reported_not_scored(evaluator: GraphEvaluator, server: ScriptedServer) -> None:
+def test_unusable_answer_is_reported_not_scored(evaluator: GraphEvaluator, judge_server: ScriptedServer) -> None:
+    server = judge_server
     server.enqueue(Reply.chat("I think it is fine, mostly."), Reply.status(500, {"error": {"message": "x"}}))
     report = evaluator.evaluate([{"raw_text": "A is B.", "entity_relations": []}], max_workers=1, verbose=False)
     assert len(report.failed) == 1 and report.failed[0][0] == 0
@@ -133,3 +138,24 @@ def test_import_paths() -> None:
     from mx_rag.graphrag.graph_evaluator import GraphEvaluator as same
 
     assert same is GraphEvaluator
+
+
+def test_evaluates_what_a_pipeline_extracted(evaluator: GraphEvaluator, work_dir: Path, llm: Text2TextLLM,
+                                             docs: dict[str, Path], loader_mng: LoaderMng) -> None:
+    from mx_rag.graphrag import GraphRAGPipeline
+    from mx_rag.graphrag.graph_evaluator import pipeline_relations
+    from mx_rag.testing import HashEmbedding
+
+    from .conftest import DIM, PARAGRAPHS
+
+    pipeline = GraphRAGPipeline(work_dir, llm, HashEmbedding(DIM), DIM)
+    pipeline.upload_files(list(docs.values()), loader_mng)
+    pipeline.build_graph()
+    relations = pipeline_relations(pipeline)
+    assert relations and {r["raw_text"] for r in relations} <= set(PARAGRAPHS.values())
+    assert all(set(t) == {"Head", "Relation", "Tail"} for r in relations for t in r["entity_relations"])
+    report = evaluator.evaluate(relations, verbose=False)
+    assert report.scores["entity_relations"].extracted == sum(len(r["entity_relations"]) for r in relations)
+    assert pipeline_relations(pipeline, max_passages=1) == relations[:1]
+    with pytest.raises(ParameterError, match="pipeline must be a GraphRAGPipeline"):
+        pipeline_relations(relations)
