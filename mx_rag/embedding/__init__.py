@@ -4,6 +4,7 @@
 Every embedder is a LangChain ``Embeddings`` (``embed_documents``, ``embed_query``) returning
 L2-normalised vectors (services return what the server sends). Names are resolved on first
 access, so ``import mx_rag.embedding`` imports no torch, transformers or httpx.
+``EmbeddingFactory`` builds one of them from its type name.
 """
 
 from __future__ import annotations
@@ -13,16 +14,24 @@ from typing import TYPE_CHECKING
 from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mx_rag.embedding.embedding_factory import EmbeddingFactory
     from mx_rag.embedding.local.img_embedding import ImageEmbedding
+    from mx_rag.embedding.local.sparse_embedding import SparseEmbedding
     from mx_rag.embedding.local.text_embedding import TextEmbedding
+    from mx_rag.embedding.service.clip_embedding import CLIPEmbedding
     from mx_rag.embedding.service.tei_embedding import TEIEmbedding
 
 _LAZY = {
+    "CLIPEmbedding": "mx_rag.embedding.service.clip_embedding",
+    "EmbeddingFactory": "mx_rag.embedding.embedding_factory",
     "ImageEmbedding": "mx_rag.embedding.local.img_embedding",
+    "SparseEmbedding": "mx_rag.embedding.local.sparse_embedding",
     "TEIEmbedding": "mx_rag.embedding.service.tei_embedding",
     "TextEmbedding": "mx_rag.embedding.local.text_embedding",
 }
 
-__all__ = ["ImageEmbedding", "TEIEmbedding", "TextEmbedding"]
+__all__ = [
+    "CLIPEmbedding", "EmbeddingFactory", "ImageEmbedding", "SparseEmbedding", "TEIEmbedding", "TextEmbedding",
+]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)

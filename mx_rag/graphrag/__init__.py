@@ -20,6 +20,7 @@ from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mx_rag.graphrag.extraction import Chunk, Entity, Extraction, Extractor, Relation
+    from mx_rag.graphrag.graph_evaluator import GraphEvaluator
     from mx_rag.graphrag.graph_store import Edge, GraphStore, Node, Subgraph
     from mx_rag.graphrag.json_repair import loads_tolerant
     from mx_rag.graphrag.llm_extractor import LLMExtractor
@@ -46,6 +47,7 @@ _LAZY = {
     "Entity": "mx_rag.graphrag.extraction",
     "Extraction": "mx_rag.graphrag.extraction",
     "Extractor": "mx_rag.graphrag.extraction",
+    "GraphEvaluator": "mx_rag.graphrag.graph_evaluator",
     "GraphRAGPipeline": "mx_rag.graphrag.pipeline",
     "GraphStore": "mx_rag.graphrag.graph_store",
     "Node": "mx_rag.graphrag.graph_store",
@@ -60,6 +62,7 @@ __all__ = [
     "Entity",
     "Extraction",
     "Extractor",
+    "GraphEvaluator",
     "GraphRAGPipeline",
     "GraphRetriever",
     "GraphStore",

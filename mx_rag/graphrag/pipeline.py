@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document.doc_loader_mng import LoaderMng
 from mx_rag.errors import KnowledgeError, ParameterError
+from mx_rag.graphrag.age_graph import resolve_age_graph
 from mx_rag.graphrag.build_estimate import BuildEstimate
 from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
@@ -41,7 +42,7 @@ __all__ = ["BuildEstimate", "GraphRAGPipeline"]
 
 logger = logging.getLogger(__name__)
 
-GRAPH_TYPES = ("networkx", "postgres")
+GRAPH_TYPES = ("networkx", "postgres", "opengauss")
 MAX_DIM = 1024 * 1024
 MAX_FILES = 100
 GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
@@ -78,8 +79,8 @@ class GraphRAGPipeline:
         dim: the embedding dimension, 1 to 1 MiB.
         rerank_model: optional ``Reranker`` applied to the retrieved contexts.
         graph_type: ``"networkx"`` (a file in ``work_dir``) or ``"postgres"`` (a
-            ``PostgresGraphStore``; pass ``postgres_url=``). Chunks and node vectors stay in
-            ``work_dir`` either way.
+            ``PostgresGraphStore``; pass ``postgres_url=``); ``"opengauss"`` is ``"postgres"``.
+            Chunks and node vectors stay in ``work_dir`` either way.
         graph_name: a Python identifier of 1 to 255 characters prefixing the files (and naming
             the graph in PostgreSQL).
         encrypt_fn / decrypt_fn: optional ``str -> str`` applied to the JSON files written / read.
@@ -88,6 +89,8 @@ class GraphRAGPipeline:
         postgres_url: SQLAlchemy URL of the database for ``graph_type="postgres"``.
         extractor: an ``Extractor`` used instead of ``LLMExtractor``.
         graph_store: a ``GraphStore`` used instead of the one ``graph_type`` names.
+        age_graph: the original's openGauss graph argument (``mx_rag.graphrag.age_graph``): a
+            ``GraphStore`` is used; ``graph_type="opengauss"`` is PostgreSQL with ``postgres_url``.
         node_vector_store: a ``VectorStore`` for node embeddings (default: a ``MindFAISS`` file).
         passage_vector_store: a ``VectorStore`` for chunk embeddings (default: a ``MindFAISS``
             file).
@@ -138,11 +141,14 @@ class GraphRAGPipeline:
         self._extractor = extractor if extractor is not None or self._llm is not None else OfflineExtractor()
         devs = kwargs.pop("devs", [0])
         postgres_url = kwargs.pop("postgres_url", None)
+        graph_type, graph_store = resolve_age_graph(graph_type, kwargs.pop("age_graph", None), graph_store,
+                                                    postgres_url)
         passage_store = kwargs.pop("passage_vector_store", None)
         fact_store = kwargs.pop("fact_vector_store", None)
         if kwargs:
             raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
-                                 "node_vector_store, passage_vector_store, fact_vector_store, devs, postgres_url")
+                                 "age_graph, node_vector_store, passage_vector_store, fact_vector_store, devs, "
+                                 "postgres_url")
         self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
         self._vectors = self._open_vectors("node_vector_store", node_vector_store, devs, "_node_vectors.index")

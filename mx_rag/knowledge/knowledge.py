@@ -91,6 +91,9 @@ class KnowledgeDB:
         drop_incomplete: on open, remove the documents of this knowledge base whose chunks lost
             their vectors (e.g. the index file was lost), so they can be uploaded again. Without
             it such a knowledge base refuses to open with a ``StorageError`` saying so.
+        strict_paths: make ``add_file`` require its file to lie inside ``white_paths`` too.
+            Default False, as the original: ``add_file`` stores texts the caller parsed, from any
+            path without ``..`` (``upload_files`` and ``upload_dir`` always check ``white_paths``).
 
     Opening repairs what a crash left: interrupted adds are undone, deletes and replaces
     finished, vectors whose chunks are gone deleted.
@@ -111,6 +114,8 @@ class KnowledgeDB:
         max_file_count: int = 1000,
         lock: Any = None,
         drop_incomplete: bool = False,
+        *,
+        strict_paths: bool = False,
     ) -> None:
         self.knowledge_store = check_instance("knowledge_store", knowledge_store, KnowledgeStore)
         self.chunk_store = check_instance("chunk_store", chunk_store, Docstore)
@@ -122,6 +127,7 @@ class KnowledgeDB:
             raise fail("white_paths", white_paths, "a list of 1 to 1024 directories")
         self.white_paths = [check_dir(f"white_paths[{i}]", p) for i, p in enumerate(white_paths)]
         check_bool("drop_incomplete", drop_incomplete)
+        self.strict_paths = check_bool("strict_paths", strict_paths)
         self._lock: AbstractContextManager[Any] = self.knowledge_store.write_lock(outer=lock)
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
         self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
@@ -143,8 +149,12 @@ class KnowledgeDB:
         embed_func: EmbedFunc | dict[str, EmbedFunc | None],
         metadatas: Sequence[dict[str, Any]] | None = None,
     ) -> int:
-        """Add one document's chunks; return its ``document_id``. All or nothing."""
-        path = self.check_file_path(file)
+        """Add one document's chunks; return its ``document_id``. All or nothing.
+
+        ``file`` names the document (its path, without ``..``); it must lie inside ``white_paths``
+        only with ``strict_paths=True``.
+        """
+        path = self.check_file_path(file) if self.strict_paths else check_path("file", file)
         texts = _check_texts(texts)
         metadatas = _check_metadatas(metadatas, len(texts))
         dense, sparse = embed_texts(embed_func, texts)

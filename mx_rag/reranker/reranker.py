@@ -12,13 +12,14 @@ from langchain_core.documents import Document
 
 from mx_rag.utils.checks import check_int, fail
 from mx_rag.utils.common import MAX_TOP_K
+from mx_rag.utils.factory import Creatable
 
 T = TypeVar("T", str, Document)
 
 MAX_RERANK_ITEMS = 1_000_000
 
 
-class Reranker(ABC):
+class Reranker(ABC, Creatable):
     """Base of rerankers: ``rerank`` gives one score per text (higher is more relevant).
 
     Args:

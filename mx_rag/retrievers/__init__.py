@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING
 from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mx_rag.retrievers.bm_retriever import BMRetriever
     from mx_rag.retrievers.hybrid import FullTextRetriever, HybridRetriever
     from mx_rag.retrievers.multi_query_retriever import MultiQueryRetriever
     from mx_rag.retrievers.retriever import Retriever
 
 _LAZY = {
+    "BMRetriever": "mx_rag.retrievers.bm_retriever",
     "Retriever": "mx_rag.retrievers.retriever",
     "MultiQueryRetriever": "mx_rag.retrievers.multi_query_retriever",
     "FullTextRetriever": "mx_rag.retrievers.hybrid",
     "HybridRetriever": "mx_rag.retrievers.hybrid",
 }
 
-__all__ = ["FullTextRetriever", "HybridRetriever", "MultiQueryRetriever", "Retriever"]
+__all__ = ["BMRetriever", "FullTextRetriever", "HybridRetriever", "MultiQueryRetriever", "Retriever"]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)

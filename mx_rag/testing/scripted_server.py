@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -134,6 +135,8 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(self.command, self.path, headers, body, parsed, self._peer_cert())
         reply = self.server.owner._take(record)
         try:
+            if reply is None and self.server.owner.responder is not None:
+                reply = self.server.owner.responder(record)
             if reply is None:
                 reply = default_reply(self.command, self.path, parsed)
                 if self.server.owner.default_delay > 0:
@@ -299,15 +302,23 @@ class ScriptedServer:
 
         with ScriptedServer(default_delay=0.2) as srv:  # every echo answers after 200 ms
             ...
+
+    ``responder`` (optional) answers a request when the queue is empty, from the request itself
+    (None: the default reply): a stand-in LLM whose answer depends on the prompt, for code that
+    sends many requests concurrently::
+
+        def answer(req: RecordedRequest) -> Reply | None:
+            return Reply.chat("0.9") if "score" in req.json["messages"][-1]["content"] else None
     """
 
     def __init__(
         self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None,
-        *, default_delay: float = 0.0,
+        *, default_delay: float = 0.0, responder: Callable[[RecordedRequest], Reply | None] | None = None,
     ) -> None:
         if not default_delay >= 0:
             raise ValueError(f"default_delay must be >= 0 seconds, got {default_delay}")
         self.default_delay = float(default_delay)
+        self.responder = responder
         self._host = host
         self._port = port
         self._ssl_context = ssl_context

@@ -25,7 +25,7 @@ def test_import_and_construct_without_torch() -> None:
     modules = loaded_after(
         "import mx_rag.embedding, mx_rag.embedding.local, mx_rag.embedding.service\n"
         "from mx_rag.embedding.local import TextEmbedding, ImageEmbedding\n"
-        "from mx_rag.embedding import TEIEmbedding\n"
+        "from mx_rag.embedding import TEIEmbedding, CLIPEmbedding, SparseEmbedding, EmbeddingFactory\n"
         "emb = TextEmbedding()\n"
         "assert emb.dimension == 384\n"
         "TextEmbedding('multilingual-e5-small')\n"
@@ -41,9 +41,10 @@ def test_import_local_package_alone_is_light() -> None:
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("mx_rag.embedding", ["ImageEmbedding", "TEIEmbedding", "TextEmbedding"]),
-        ("mx_rag.embedding.local", ["ImageEmbedding", "TextEmbedding"]),
-        ("mx_rag.embedding.service", ["TEIEmbedding"]),
+        ("mx_rag.embedding", ["CLIPEmbedding", "EmbeddingFactory", "ImageEmbedding", "SparseEmbedding",
+                              "TEIEmbedding", "TextEmbedding"]),
+        ("mx_rag.embedding.local", ["ImageEmbedding", "SparseEmbedding", "TextEmbedding"]),
+        ("mx_rag.embedding.service", ["CLIPEmbedding", "TEIEmbedding"]),
     ],
 )
 def test_public_names(module: str, names: list[str]) -> None:

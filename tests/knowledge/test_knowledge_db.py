@@ -90,7 +90,18 @@ def test_failure_in_vector_store_rolls_back_chunks(kb: KnowledgeDB, stores: Stor
     consistent(kb)
 
 
-def test_paths_outside_white_paths_are_refused(kb: KnowledgeDB, stores: Stores, tmp_path: Path) -> None:
+def test_add_file_outside_white_paths_by_default(kb: KnowledgeDB, stores: Stores, tmp_path: Path) -> None:
+    """As the original (its chat_with_ascend app saves uploads outside white_paths): add_file stores
+    what the caller parsed; only ``..`` is refused."""
+    outside = write(tmp_path / "outside.txt", "text")
+    doc_id = kb.add_file(outside, ["some text"], stores.embed)
+    assert kb.get_all_documents()[0].document_file_path == str(outside) and doc_id > 0
+    with pytest.raises(ParameterError, match=r"'\.\.'"):
+        kb.add_file(str(stores.docs / ".." / "outside.txt"), ["secret"], stores.embed)
+
+
+def test_strict_paths_refuses_paths_outside_white_paths(stores: Stores, tmp_path: Path) -> None:
+    kb = stores.open(strict_paths=True)
     outside = write(tmp_path / "outside.txt", "secret")
     with pytest.raises(ParameterError, match="outside the allowed"):
         kb.add_file(outside, ["secret"], stores.embed)

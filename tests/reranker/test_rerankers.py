@@ -169,3 +169,40 @@ def test_tei_documented_limits_are_checked_before_sending(server: ScriptedServer
 def test_tei_k_is_checked(k: Any) -> None:
     with pytest.raises(ParameterError, match=r"k must be .*\[1, 10000\]"):
         TEIReranker(url="http://127.0.0.1:1/rerank", k=k, client_param=ClientParam(use_http=True))
+
+
+# -- RerankerFactory ----------------------------------------------------------------------------
+
+
+def test_factory_builds_a_local_reranker(cross_encoder_dir: Path) -> None:
+    from mx_rag.reranker import RerankerFactory
+
+    built = RerankerFactory.create_reranker(similarity_type="local_reranker", model_path=str(cross_encoder_dir),
+                                            dev_id=0)
+    direct = LocalReranker(str(cross_encoder_dir))
+    assert isinstance(built, LocalReranker)
+    np.testing.assert_allclose(built.rerank("你好", ["我是小红", "我是小明"]),
+                               direct.rerank("你好", ["我是小红", "我是小明"]), atol=1e-5)
+
+
+def test_factory_builds_a_tei_reranker(server: ScriptedServer) -> None:
+    from mx_rag.reranker.reranker_factory import RerankerFactory
+
+    server.reset()
+    server.enqueue(tei_reply("/rerank", TEXTS))
+    built = RerankerFactory.create_reranker(similarity_type="tei_reranker", url=server.url("/rerank"),
+                                            client_param=ClientParam(use_http=True))
+    assert isinstance(built, TEIReranker)
+    assert list(built.rerank("dense vectors", TEXTS)) == [3.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({}, "similarity_type is required"), ({"similarity_type": "bm25"}, "similarity_type must be one of"),
+     ({"similarity_type": "local_reranker"}, "needs the parameter 'model_path'")],
+)
+def test_factory_names_the_bad_parameter(kwargs: dict, message: str) -> None:
+    from mx_rag.reranker import RerankerFactory
+
+    with pytest.raises(ParameterError, match=message):
+        RerankerFactory.create_reranker(**kwargs)

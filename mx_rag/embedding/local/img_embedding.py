@@ -21,6 +21,7 @@ from mx_rag.embedding._inputs import MAX_TEXTS, check_batch_size, check_items, c
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import MAX_DEVICE_ID, MAX_MODEL_NAME_LENGTH, MB
+from mx_rag.utils.factory import Creatable
 from mx_rag.utils.file_check import check_dir
 from mx_rag.utils.lazy import extra_import
 
@@ -103,7 +104,7 @@ def decode_images(images: Any) -> list[Any]:
     return decoded
 
 
-class ImageEmbedding(Embeddings):
+class ImageEmbedding(Embeddings, Creatable):
     """Text and image vectors from a local CLIP or Chinese-CLIP model, L2-normalised.
 
     The architecture comes from ``config.json`` (``model_type`` ``clip`` or ``chinese_clip``);

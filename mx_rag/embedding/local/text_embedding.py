@@ -25,6 +25,7 @@ from mx_rag.embedding.local._model_info import (
 from mx_rag.errors import ExtraNotInstalledError, ParameterError
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
+from mx_rag.utils.factory import Creatable
 from mx_rag.utils.file_check import check_dir
 from mx_rag.utils.lazy import extra_import
 
@@ -86,7 +87,7 @@ def _tokenizer(transformers: Any, info: ModelInfo) -> Any:
     return tokenizer
 
 
-class TextEmbedding(Embeddings):
+class TextEmbedding(Embeddings, Creatable):
     """Dense sentence vectors from a local transformers model, L2-normalised.
 
     The model loads on the first call that needs it (thread-safe), not at construction, so

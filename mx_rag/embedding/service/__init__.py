@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Embedding services over HTTP: ``TEIEmbedding`` (Hugging Face TEI and OpenAI-style endpoints).
+"""Embedding services over HTTP: ``TEIEmbedding`` (Hugging Face TEI and OpenAI-style endpoints),
+``CLIPEmbedding`` (a CLIP service: texts and images).
 
 Names are resolved on first access, so importing this package stays cheap.
 """
@@ -11,10 +12,14 @@ from typing import TYPE_CHECKING
 from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mx_rag.embedding.service.clip_embedding import CLIPEmbedding
     from mx_rag.embedding.service.tei_embedding import TEIEmbedding
 
-_LAZY = {"TEIEmbedding": "mx_rag.embedding.service.tei_embedding"}
+_LAZY = {
+    "CLIPEmbedding": "mx_rag.embedding.service.clip_embedding",
+    "TEIEmbedding": "mx_rag.embedding.service.tei_embedding",
+}
 
-__all__ = ["TEIEmbedding"]
+__all__ = ["CLIPEmbedding", "TEIEmbedding"]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -26,6 +26,7 @@ from mx_rag.errors import ParameterError, RemoteResponseError
 from mx_rag.utils.checks import check_choice, check_instance, check_optional_str
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import MAX_MODEL_NAME_LENGTH
+from mx_rag.utils.factory import Creatable
 from mx_rag.utils.http import HttpClient, check_url
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def wire_format(url: str) -> str:
     )
 
 
-class TEIEmbedding(Embeddings):
+class TEIEmbedding(Embeddings, Creatable):
     """An embedding client for TEI (``/embed``, ``/embed_sparse``) and OpenAI-style (``/v1/embeddings``) servers.
 
     One pooled HTTP connection set per instance, reused across calls and threads. Texts are sent

@@ -8,8 +8,14 @@ from typing import TYPE_CHECKING
 from mx_rag.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mx_rag.reranker.local.mix_retrieve_reranker import MixRetrieveReranker
     from mx_rag.reranker.local.reranker import LocalReranker
 
-__all__ = ["LocalReranker"]
+__all__ = ["LocalReranker", "MixRetrieveReranker"]
 
-__getattr__, __dir__ = lazy_exports(globals(), {"LocalReranker": "mx_rag.reranker.local.reranker"})
+_LAZY = {
+    "LocalReranker": "mx_rag.reranker.local.reranker",
+    "MixRetrieveReranker": "mx_rag.reranker.local.mix_retrieve_reranker",
+}
+
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

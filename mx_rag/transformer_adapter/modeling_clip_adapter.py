@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``enable_clip_speed``: the original's switch for fused NPU kernels in CLIP models; a no-op here.
+
+Importing this module changes nothing (see ``mx_rag.transformer_adapter``).
+"""
+
+from __future__ import annotations
+
+from mx_rag.transformer_adapter import note_switch
+
+__all__ = ["enable_clip_speed"]
+
+enable_clip_speed: bool = True  # the original's flag: set when its kernels were installed
+
+note_switch("clip")
