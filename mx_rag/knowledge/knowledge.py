@@ -287,8 +287,11 @@ class KnowledgeDB:
         check_bool("drop_incomplete", drop_incomplete)
         with self._lock:
             repaired = self._finish_interrupted()
-            self._delete_orphan_vectors()
-            incomplete = self._incomplete_documents()
+            differing = self._differing_ids()
+            incomplete: list[int] = []
+            if differing is not None:
+                self._delete_orphan_vectors(*differing)
+                incomplete = self._incomplete_documents(*differing)
             if incomplete and not drop_incomplete:
                 where = getattr(self.vector_store, "get_save_file", lambda: "")() or type(self.vector_store).__name__
                 raise StorageError(
@@ -342,26 +345,37 @@ class KnowledgeDB:
         if replaced:
             self.knowledge_store.clear_replaces(list(replaced))
 
-    def _delete_orphan_vectors(self) -> None:
+    def _differing_ids(self) -> tuple[set[int], set[int]] | None:
+        """The chunk ids and the vector ids when the two stores disagree; ``None`` when they agree.
+
+        Equal counts and the same highest id are taken as agreement without reading every id
+        (one count each, a MAX and a bounded query: a listing of all ids scans a Milvus
+        collection). Chunk ids are never reused, and a store that lost its last writes (a lost or
+        torn WAL, an old index, or both) misses the newest ids or keeps ids the other deleted,
+        which changes the count or the highest id; a replace with as many chunks changes the
+        highest id. Only then are all the ids read and compared.
+        """
+        vectors, chunks = self.vector_store, self.chunk_store
+        if vectors.count() == chunks.count():
+            top = chunks.max_chunk_id()
+            if top is None or vectors.ids_from(top, limit=2) == [top]:
+                return None
+        chunk_ids, vector_ids = set(chunks.get_all_chunk_id()), set(vectors.get_all_ids())
+        return None if chunk_ids == vector_ids else (chunk_ids, vector_ids)
+
+    def _delete_orphan_vectors(self, chunk_ids: set[int], vector_ids: set[int]) -> None:
         """Vectors whose chunks no longer exist (the chunk store lost its last commits) can never be
-        returned and hold ids the chunk store may hand out again: delete them. Compares counts
-        first, so a consistent store costs two counts."""
-        if self.vector_store.count() == self.chunk_store.count():
-            return
-        chunk_ids = set(self.chunk_store.get_all_chunk_id())
-        orphans = [i for i in self.vector_store.get_all_ids() if i not in chunk_ids]
+        returned and hold ids the chunk store may hand out again: delete them."""
+        orphans = sorted(vector_ids - chunk_ids)
         if orphans:
             logger.warning("deleting %d vectors whose chunks are gone (lost writes?): %s", len(orphans), orphans[:10])
             self.vector_store.delete(orphans)
 
-    def _incomplete_documents(self) -> list[int]:
+    def _incomplete_documents(self, chunk_ids: set[int], vector_ids: set[int]) -> list[int]:
         """Documents of this knowledge base with chunks that have no vector."""
-        if self.vector_store.count() == self.chunk_store.count():
-            return []
-        vector_ids = set(self.vector_store.get_all_ids())
         mine = set(self.document_ids())
         broken: set[int] = set()
-        missing = [i for i in self.chunk_store.get_all_chunk_id() if i not in vector_ids]
+        missing = sorted(chunk_ids - vector_ids)
         for start in range(0, len(missing), ID_BATCH):
             for chunk in self.chunk_store.search_many(missing[start : start + ID_BATCH]).values():
                 if chunk.document_id in mine:

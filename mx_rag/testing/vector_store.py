@@ -179,6 +179,14 @@ class VectorStoreConformance:
         assert store.count() == N == store.get_ntotal()
         assert store.get_all_ids() == IDS
 
+    def test_ids_from_gives_the_ids_at_or_above_a_bound(self, filled: Filled) -> None:
+        store = filled[0]
+        top = max(IDS)
+        assert store.ids_from(top) == [top]
+        assert store.ids_from(top + 1) == []
+        assert len(store.ids_from(min(IDS), limit=2)) == 2
+        assert set(store.ids_from(IDS[-3], limit=5)) == set(IDS[-3:])
+
     def test_search_with_threshold_filters_every_row(self, filled: Filled) -> None:
         store, data = filled
         scores, ids = store.search_with_threshold(data[[3, 250]], k=5, threshold=0.9)

@@ -5,7 +5,8 @@ random point, or the index file (and its sidecar) lost, or an older index beside
 database. Whatever the damage, opening must give a consistent store (repairing what it can), or
 refuse with a ``StorageError`` that names the repair, after which ``drop_incomplete=True`` opens
 it consistent; either way a new document can then be added. ``MXRAG_POWER_TRIALS=N`` sets the
-number of trials (12 by default); long-run figures are in docs/reliability.md.
+number of trials (12 by default); long-run figures are in docs/reliability.md. The seeds that a
+200-trial run once found failing (equal counts, different ids) run in CI on their own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from tests.knowledge.conftest import USER, open_stores, write
 
 TRIALS = int(os.environ.get("MXRAG_POWER_TRIALS", "12"))
 DAMAGES = ("lost_wal", "torn_wal", "lost_index", "old_index")
+# Seeds whose damage left both stores with as many chunks as vectors but different ids, which
+# opened silently inconsistent while open compared only counts (lost or torn WAL, old index).
+FOUND_SEEDS = (61, 75, 156, 180, 189)
 
 
 def _checkpoint(db: Path) -> None:
@@ -53,6 +57,15 @@ def _damage(live: Path, crashed: Path, damage: str, rng: random.Random, old_inde
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(TRIALS))
 def test_a_power_cut_leaves_a_store_that_opens_consistent_and_takes_new_documents(tmp_path: Path, seed: int) -> None:
+    _trial(tmp_path, seed)
+
+
+@pytest.mark.parametrize("seed", FOUND_SEEDS)
+def test_equal_counts_with_different_ids_are_found_and_repaired(tmp_path: Path, seed: int) -> None:
+    _trial(tmp_path, seed)
+
+
+def _trial(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     live = open_stores(tmp_path / "live")
     live.knowledge_store.add_knowledge("test", USER)

@@ -98,3 +98,7 @@ class Docstore(ABC):
     def count(self) -> int:
         """Number of chunks."""
         return len(self.get_all_chunk_id())
+
+    def max_chunk_id(self) -> int | None:
+        """The highest chunk id, ``None`` when there are no chunks."""
+        return max(self.get_all_chunk_id(), default=None)

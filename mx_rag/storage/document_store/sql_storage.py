@@ -343,6 +343,12 @@ class _SqlDocstore(Docstore):
         with self._errors("counting chunks"), self._read() as conn:
             return int(conn.execute(select(func.count()).select_from(self._table)).scalar_one())
 
+    def max_chunk_id(self) -> int | None:
+        """The highest chunk id (SELECT MAX over the primary key), ``None`` when empty."""
+        with self._errors("reading the highest chunk id"), self._read() as conn:
+            top = conn.execute(select(func.max(self._table.c.chunk_id))).scalar_one()
+        return None if top is None else int(top)
+
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None
     ) -> list[MxDocument]:

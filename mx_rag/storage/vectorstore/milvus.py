@@ -356,6 +356,16 @@ class MilvusDB(VectorStore):
                 iterator.close()
         return sorted(out)
 
+    def ids_from(self, first_id: int, limit: int = 2) -> list[int]:
+        """Up to ``limit`` ids ``>= first_id``: one bounded query on the primary key."""
+        first_id = check_int("first_id", first_id, -(2**63), 2**63 - 1)
+        limit = check_int("limit", limit, 1, ITERATOR_BATCH)
+        with self._call("query"):
+            # first_id is a validated int, so inlining it cannot inject anything (milvus-lite has no
+            # filter parameters)
+            rows = self._client.query(self._collection, filter=f"id >= {first_id}", output_fields=["id"], limit=limit)
+        return [int(row["id"]) for row in rows]
+
     def count(self) -> int:
         with self._call("count"):
             rows = self._client.query(self._collection, filter="", output_fields=["count(*)"])

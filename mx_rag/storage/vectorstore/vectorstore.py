@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from enum import Enum
@@ -67,6 +68,12 @@ class VectorStore(ABC):
     def count(self) -> int:
         """Number of stored vectors."""
         return len(self.get_all_ids())
+
+    def ids_from(self, first_id: int, limit: int = 2) -> list[int]:
+        """Up to ``limit`` stored ids ``>= first_id`` (in no particular order)."""
+        ids = self.get_all_ids()
+        start = bisect.bisect_left(ids, first_id)
+        return ids[start : start + limit]
 
     def get_ntotal(self) -> int:
         return self.count()
