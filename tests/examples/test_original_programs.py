@@ -35,7 +35,7 @@ def services() -> Iterator[ScriptedServer]:
     """/embed: MiniLM vectors (TEI format); /rerank: BM25 scores of the texts for the query."""
     from mx_rag.retrievers.bm25 import BM25Index
 
-    model = TextEmbedding()
+    model = TextEmbedding("all-MiniLM-L6-v2")
 
     def answer(request: RecordedRequest) -> Reply | None:
         body: dict[str, Any] = request.json or {}

@@ -52,7 +52,7 @@ def test_real_dense_and_bm25_results() -> None:
               "Error code E1234 means the license file is missing.",
               "Bananas are rich in potassium.",
               "Vector databases index embeddings for nearest neighbour search."]
-    emb = TextEmbedding()
+    emb = TextEmbedding("all-MiniLM-L6-v2")
     vectors = np.asarray(emb.embed_documents(corpus))
     bm25 = BM25Index(corpus)
 
