@@ -625,9 +625,8 @@ def run(args: argparse.Namespace) -> int:
         llm_url = llm.first_line(60) + "/v1"
         t0 = time.monotonic()
         ours = Child("mxrag serve", [sys.executable, "-m", "mx_rag.cli", "serve", "--data-dir", str(workdir / "data"),
-                                     "--port", "0", "--llm-url", llm_url, "--workers", str(args.workers),
-                                     "--embedding", args.model],
-                     env, workdir / "mxrag.log")
+                                     "--port", "0", "--llm-url", llm_url, "--workers", str(args.workers)],
+                     {**env, "MXRAG_EMBEDDING__MODEL": args.model}, workdir / "mxrag.log")
         children.append(ours)
         our_url = ours.first_line(120)
         wait_http(our_url + "/readyz", 600, lambda r: r.status_code == 200, ours)
