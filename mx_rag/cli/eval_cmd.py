@@ -69,11 +69,12 @@ def evaluate_kb(
     embedding: EmbeddingOption = None,
 ) -> None:
     """Evaluate a knowledge base: a test set from its documents, answers per setting, one report."""
+    from mx_rag.cli.ingesting import ingest_first
     from mx_rag.cli.runtime import guard, opened, running_llm
 
     with guard(), opened(config, data_dir, embedding) as here:
         if docs:
-            _ingest(here, kb, docs)
+            ingest_first(here, kb, docs)
         here.require(kb)
         specs = [parse_setting(s) for s in setting or []] or [
             ("default", here.settings.chain.type, here.settings.chain.k)]
@@ -87,21 +88,6 @@ def evaluate_kb(
             records = run.answer_all(items, folder, restart)
             report = run.report(records, items, testset or folder / "testset.jsonl", pair)
         _write(folder, report)
-
-
-def _ingest(here: Any, kb: str, docs: list[Path]) -> None:
-    from mx_rag.cli.ingesting import ingest_paths
-    from mx_rag.cli.progress import reporter
-
-    report = reporter()
-    try:
-        outcome = ingest_paths(here, kb, list(docs), report)
-    finally:
-        report.close()
-    report.echo(outcome.summary(report.elapsed))
-    if outcome.signal is not None:
-        report.echo(outcome.kept())
-        raise typer.Exit(outcome.exit_code)
 
 
 def _check_compare(compare: str | None, names: list[str]) -> tuple[str, str] | None:

@@ -121,6 +121,24 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
     return outcome
 
 
+def ingest_first(opened: Opened, name: str, docs: list[Path]) -> None:
+    """Ingest ``docs`` into ``name`` with a progress bar before a command that reads the knowledge
+    base (``ask --docs``, ``eval --docs``); an interrupted ingest ends the command with its exit code."""
+    import typer
+
+    from mx_rag.cli.progress import reporter
+
+    report = reporter()
+    try:
+        outcome = ingest_paths(opened, name, list(docs), report)
+    finally:
+        report.close()
+    report.echo(outcome.summary(report.elapsed))
+    if outcome.signal is not None:
+        report.echo(outcome.kept())
+        raise typer.Exit(outcome.exit_code)
+
+
 def _checked(found: Found, memo: FailureMemo, retry_failed: bool, outcome: Outcome) -> list[Path]:
     """The files to ingest; the others failed with their reason (too big, unreadable, failed before)."""
     from mx_rag.utils.common import MAX_FILE_SIZE

@@ -112,21 +112,12 @@ def ask(
     Without --llm-url or llm.url, the embedded LLM is started for the question.
     """
     from mx_rag.cli.answering import Asking
-    from mx_rag.cli.ingesting import ingest_paths
-    from mx_rag.cli.progress import reporter
+    from mx_rag.cli.ingesting import ingest_first
     from mx_rag.cli.runtime import guard, opened, running_llm
 
     with guard(), opened(config, data_dir, embedding) as here:
         if docs:
-            report = reporter()
-            try:
-                outcome = ingest_paths(here, kb, list(docs), report)
-            finally:
-                report.close()
-            report.echo(outcome.summary(report.elapsed))
-            if outcome.signal is not None:
-                report.echo(outcome.kept())
-                raise typer.Exit(outcome.exit_code)
+            ingest_first(here, kb, docs)
         here.require(kb)
         with running_llm(here.settings, llm_url, llm_model) as llm:
             asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
