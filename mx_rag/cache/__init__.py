@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Question-answer caches: ``MxRAGCache`` with ``CacheConfig`` (exact match) or
 ``SimilarityCacheConfig`` (similar questions, over an embedding, a vector store and an optional
-reranker), ``EvictPolicy``, and ``CacheChainChat`` in front of a chain.
+reranker), ``EvictPolicy``, and ``CacheChainChat`` in front of a chain. ``MarkDownParser`` and
+``QAGenerate`` write question-answer pairs from documents to fill a cache before users ask.
 
 Names are resolved on first access, so ``import mx_rag.cache`` imports no faiss or torch.
 """
@@ -15,16 +16,22 @@ from mx_rag.utils.lazy import lazy_exports
 if TYPE_CHECKING:
     from mx_rag.cache.cache_chain import CacheChainChat
     from mx_rag.cache.config import CacheConfig, EvictPolicy, SimilarityCacheConfig
+    from mx_rag.cache.markdown_parser import MarkDownParser
     from mx_rag.cache.mxrag_cache import MxRAGCache
+    from mx_rag.cache.qa_generate import QAGenerate, QAGenerationConfig
 
 _LAZY = {
     "CacheChainChat": "mx_rag.cache.cache_chain",
     "CacheConfig": "mx_rag.cache.config",
     "EvictPolicy": "mx_rag.cache.config",
+    "MarkDownParser": "mx_rag.cache.markdown_parser",
     "MxRAGCache": "mx_rag.cache.mxrag_cache",
+    "QAGenerate": "mx_rag.cache.qa_generate",
+    "QAGenerationConfig": "mx_rag.cache.qa_generate",
     "SimilarityCacheConfig": "mx_rag.cache.config",
 }
 
-__all__ = ["CacheChainChat", "CacheConfig", "EvictPolicy", "MxRAGCache", "SimilarityCacheConfig"]
+__all__ = ["CacheChainChat", "CacheConfig", "EvictPolicy", "MarkDownParser", "MxRAGCache", "QAGenerate",
+           "QAGenerationConfig", "SimilarityCacheConfig"]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)
