@@ -10,7 +10,13 @@ meaning: a hit is right) and a near miss (a different question about the same th
 serve a wrong answer) are asked. Lines: one per question, then the p50 of hits and misses, their
 ratio, the share of paraphrases that hit and the near misses that hit (wrong answers served).
 
+``--sweep`` asks no server: it embeds the 24 questions with the server's default embedding model
+(``TextEmbedding()``, queries compared as the similarity cache compares them: cosine among
+cached questions of the same kind and numbers) and prints, per threshold, how many
+paraphrases would hit their own question and how many near misses would hit any cached question.
+
     flock /tmp/mxrag-bench.lock python bench/cache.py
+    python bench/cache.py --sweep
 """
 
 from __future__ import annotations
@@ -61,11 +67,49 @@ def ask(client: httpx.Client, question: str) -> tuple[float, dict]:
     return time.perf_counter() - started, response.json()
 
 
+def sweep() -> None:
+    import numpy as np
+
+    from mx_rag.cache._similarity import question_signature
+    from mx_rag.embedding.local import TextEmbedding
+
+    embedding = TextEmbedding()
+    emit(environment("cache", kind="sweep", model=embedding.embedding_id, loadavg_start=loadavg()))
+
+    def unit(texts: list[str]) -> np.ndarray:
+        vectors = np.asarray([embedding.embed_query(text) for text in texts], dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    columns = [[row[i] for row in QUESTIONS] for i in range(3)]
+    cached, paraphrases, near = (unit(column) for column in columns)
+    signatures = [question_signature(q) for q in columns[0]]
+
+    def best(vectors: np.ndarray, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The best same-kind cached question of each text (as the cache compares) and its similarity."""
+        same = np.array([[question_signature(t) == s for s in signatures] for t in texts])
+        scores = np.where(same, vectors @ cached.T, -1.0)
+        return scores.argmax(axis=1), scores.max(axis=1)
+
+    para_at, para_score = best(paraphrases, columns[1])
+    _, near_score = best(near, columns[2])
+    own = para_at == np.arange(len(QUESTIONS))
+    for threshold in (0.8, 0.85, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98):
+        hits = int((own & (para_score >= threshold)).sum())
+        emit({"threshold": threshold, "paraphrases_hit": f"{hits}/{len(QUESTIONS)}",
+              "near_misses_hit_wrong_answers": f"{int((near_score >= threshold).sum())}/{len(QUESTIONS)}"})
+    emit({"summary": "sweep", "paraphrase_similarity": [round(float(v), 3) for v in para_score],
+          "near_miss_best_similarity": [round(float(v), 3) for v in near_score], "loadavg_end": loadavg()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    parser.add_argument("--sweep", action="store_true", help="only the threshold sweep over the questions' embeddings")
     args = parser.parse_args()
+    if args.sweep:
+        sweep()
+        return
     work = Path(tempfile.mkdtemp(prefix="mxrag-bench-cache-"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "MXRAG_CACHE__ENABLED": "true",
            "MXRAG_CACHE__SIMILARITY_THRESHOLD": str(args.threshold)}
