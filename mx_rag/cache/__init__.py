@@ -10,21 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.cache.cache_chain import CacheChainChat
     from mx_rag.cache.config import CacheConfig, EvictPolicy, SimilarityCacheConfig
     from mx_rag.cache.mxrag_cache import MxRAGCache
 
-_LAZY = {
-    "CacheChainChat": "mx_rag.cache.cache_chain",
-    "CacheConfig": "mx_rag.cache.config",
-    "EvictPolicy": "mx_rag.cache.config",
-    "MxRAGCache": "mx_rag.cache.mxrag_cache",
-    "SimilarityCacheConfig": "mx_rag.cache.config",
-}
-
 __all__ = ["CacheChainChat", "CacheConfig", "EvictPolicy", "MxRAGCache", "SimilarityCacheConfig"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())
