@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.language_models.llms import LLM
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from mx_rag.llm import _openai
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.utils.checks import as_parameter_error, check_instance, check_str, fail
+from mx_rag.utils.checks import check_instance, check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import (
     LLM_TEXT_MAX_LEN,
@@ -22,6 +22,7 @@ from mx_rag.utils.common import (
     MAX_SYS_MESSAGES,
 )
 from mx_rag.utils.http import HttpClient, check_url
+from mx_rag.utils.validated import ParameterErrorInit
 
 
 def check_sys_messages(sys_messages: Any) -> list[dict[str, Any]]:
@@ -45,7 +46,7 @@ def check_sys_messages(sys_messages: Any) -> list[dict[str, Any]]:
     return sys_messages
 
 
-class ChatModel(LLM):
+class ChatModel(ParameterErrorInit, LLM):
     """Fields and transport shared by ``Text2TextLLM`` and ``Img2TextLLM``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -66,12 +67,6 @@ class ChatModel(LLM):
     @classmethod
     def _exact_param(cls, value: Any) -> Any:
         return check_instance("client_param", value, ClientParam)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
 
     def model_post_init(self, context: Any, /) -> None:
         check_str("model_name", self.model_name, 1, MAX_MODEL_NAME_LENGTH)

@@ -33,12 +33,13 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import ConfigDict, SecretStr, field_validator
 
 from mx_rag.errors import ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
-from mx_rag.utils.checks import as_parameter_error, check_instance
+from mx_rag.utils.checks import check_instance
+from mx_rag.utils.validated import ParameterErrorInit
 
 __all__ = ["ChatText2Text", "to_openai_messages"]
 
@@ -91,7 +92,7 @@ def _ai_message(text: str, raw_calls: list[dict[str, Any]]) -> AIMessage:
     return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=invalid)
 
 
-class ChatText2Text(BaseChatModel):
+class ChatText2Text(ParameterErrorInit, BaseChatModel):
     """A LangChain chat model that sends its messages, roles kept, through a ``Text2TextLLM``.
 
     Args:
@@ -135,12 +136,6 @@ class ChatText2Text(BaseChatModel):
             param = dataclasses.replace(llm.client_param, **changes)
             self.llm = Text2TextLLM(base_url=llm.base_url, model_name=llm.model_name, llm_config=llm.llm_config,
                                     client_param=param)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
 
     @field_validator("llm", mode="before")
     @classmethod

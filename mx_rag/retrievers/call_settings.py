@@ -28,12 +28,14 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, field_validator
 
 from mx_rag.errors import ParameterError
 from mx_rag.storage.document_store.base_storage import document_ids_filter
 from mx_rag.storage.validation import check_k
 from mx_rag.utils.checks import check_number
 from mx_rag.utils.common import MAX_TOP_K
+from mx_rag.utils.validated import ParameterErrorInit
 
 __all__ = [
     "ALL_SETTINGS",
@@ -135,13 +137,38 @@ def resolve_call_settings(
     return dataclasses.replace(defaults, **changes) if changes else defaults
 
 
-class CallSettingsRetriever(BaseRetriever):
+class CallSettingsRetriever(ParameterErrorInit, BaseRetriever):
     """Base of mx_rag retrievers: ``invoke`` and ``ainvoke`` take per-call settings.
 
     Subclasses implement ``_call_settings(kwargs) -> CallSettings`` and
     ``_get_relevant_documents(query, *, run_manager=None, **kwargs)``, which resolves its
     settings through ``self._call_settings(kwargs)``.
+
+    The constructor is keyword-only; an invalid argument raises ``ParameterError``; unknown
+    fields are refused. The fields ``k``, ``score_threshold`` and ``filter_dict``, where a
+    subclass declares them, are checked like the per-call settings.
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    @field_validator("k", mode="before", check_fields=False)
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return check_k(value)
+
+    @field_validator("score_threshold", mode="before", check_fields=False)
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        return check_score_threshold(value)
+
+    @field_validator("filter_dict", mode="before", check_fields=False)
+    @classmethod
+    def _check_filter(cls, value: Any) -> dict[str, Any]:
+        return check_filter_dict(value)
+
+    def set_filter(self, filter_dict: dict[str, Any]) -> None:
+        """Restrict later searches to ``{"document_id": [ids]}`` (retrievers with a ``filter_dict``)."""
+        self.filter_dict = check_filter_dict(filter_dict)
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
         raise NotImplementedError
