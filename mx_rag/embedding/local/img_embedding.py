@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import MAX_TEXTS, check_batch_size, check_items, check_text, check_texts
+from mx_rag.embedding.inputs import MAX_TEXTS, check_batch_size, check_items, check_text, check_texts
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import MAX_DEVICE_ID, MAX_MODEL_NAME_LENGTH, MB

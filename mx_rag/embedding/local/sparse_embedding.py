@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import check_batch_size, check_text, check_texts
+from mx_rag.embedding.inputs import check_batch_size, check_text, check_texts
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_bool, check_int
 from mx_rag.utils.common import MAX_DEVICE_ID
@@ -114,7 +114,7 @@ class SparseEmbedding(Embeddings, Creatable):
             import torch
             import transformers
         from mx_rag.embedding.device import select_device, use_half
-        from mx_rag.embedding.local._model_info import read_model_info, resolve_max_length
+        from mx_rag.embedding.local.model_info import read_model_info, resolve_max_length
 
         info = read_model_info(self._path)
         device = select_device(self._dev_id)
