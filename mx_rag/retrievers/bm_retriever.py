@@ -19,7 +19,7 @@ from mx_rag.retrievers.bm25 import BM25Index
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.storage.document_store.text_tokens import tokenize
 from mx_rag.utils.checks import check_str, fail
-from mx_rag.utils.common import MAX_PROMPT_LENGTH, TEXT_MAX_LEN
+from mx_rag.utils.common import TEXT_MAX_LEN
 
 __all__ = ["DEFAULT_KEYWORD_PROMPT", "BMRetriever", "split_keywords"]
 
@@ -96,26 +96,6 @@ class BMRetriever(CallSettingsRetriever):
                 raise fail(f"docs[{i}]", doc, "a langchain_core Document")
         return value
 
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> Any:
-        return chat_llm("llm", value, stream=False)
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        if not isinstance(value, LLMParameterConfig):
-            raise fail("llm_config", value, "an LLMParameterConfig")
-        return value
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
-            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
-        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
-        return value
-
     @field_validator("preprocess_func", mode="before")
     @classmethod
     def _check_preprocess(cls, value: Any) -> Any:
@@ -125,6 +105,11 @@ class BMRetriever(CallSettingsRetriever):
 
     def model_post_init(self, context: Any) -> None:
         self._index = BM25Index([doc.page_content for doc in self.docs])
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _check_llm(cls, value: Any) -> Any:
+        return chat_llm("llm", value, stream=False)
 
     def keywords(self, query: str) -> list[str]:
         """The keywords the LLM gives for ``query`` (after ``preprocess_func``)."""

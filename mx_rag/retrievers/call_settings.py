@@ -26,15 +26,17 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, field_validator
 
 from mx_rag.errors import ParameterError
+from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.storage.document_store.base_storage import document_ids_filter
 from mx_rag.storage.validation import check_k
-from mx_rag.utils.checks import check_number
-from mx_rag.utils.common import MAX_TOP_K
+from mx_rag.utils.checks import check_number, check_str, fail
+from mx_rag.utils.common import MAX_PROMPT_LENGTH, MAX_TOP_K
 from mx_rag.utils.validated import ParameterErrorInit
 
 __all__ = [
@@ -145,8 +147,10 @@ class CallSettingsRetriever(ParameterErrorInit, BaseRetriever):
     settings through ``self._call_settings(kwargs)``.
 
     The constructor is keyword-only; an invalid argument raises ``ParameterError``; unknown
-    fields are refused. The fields ``k``, ``score_threshold`` and ``filter_dict``, where a
-    subclass declares them, are checked like the per-call settings.
+    fields are refused. The fields several retrievers share are checked here, where a subclass
+    declares them: ``k``, ``score_threshold`` and ``filter_dict`` like the per-call settings;
+    ``llm_config`` (an ``LLMParameterConfig``) and ``prompt`` (None or a ``PromptTemplate`` whose
+    only input variable is ``question``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -165,6 +169,23 @@ class CallSettingsRetriever(ParameterErrorInit, BaseRetriever):
     @classmethod
     def _check_filter(cls, value: Any) -> dict[str, Any]:
         return check_filter_dict(value)
+
+    @field_validator("llm_config", mode="before", check_fields=False)
+    @classmethod
+    def _check_llm_config(cls, value: Any) -> Any:
+        if not isinstance(value, LLMParameterConfig):
+            raise fail("llm_config", value, "an LLMParameterConfig")
+        return value
+
+    @field_validator("prompt", mode="before", check_fields=False)
+    @classmethod
+    def _check_prompt(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
+            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
+        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
+        return value
 
     def set_filter(self, filter_dict: dict[str, Any]) -> None:
         """Restrict later searches to ``{"document_id": [ids]}`` (retrievers with a ``filter_dict``)."""

@@ -20,8 +20,8 @@ from mx_rag.llm.openai_wire import TRUNCATION_MARK
 from mx_rag.llm.protocol import ChatLLM, chat_llm
 from mx_rag.retrievers.fusion import reciprocal_rank_fusion, unique
 from mx_rag.retrievers.retriever import Retriever
-from mx_rag.utils.checks import check_str, fail
-from mx_rag.utils.common import MAX_PROMPT_LENGTH, TEXT_MAX_LEN
+from mx_rag.utils.checks import check_str
+from mx_rag.utils.common import TEXT_MAX_LEN
 from mx_rag.utils.text import has_han
 
 __all__ = ["DEFAULT_QUERY_PROMPT_CH", "DEFAULT_QUERY_PROMPT_EN", "DefaultOutputParser", "MultiQueryRetriever"]
@@ -110,23 +110,6 @@ class MultiQueryRetriever(Retriever):
     @classmethod
     def _check_llm(cls, value: Any) -> Any:
         return chat_llm("llm", value, stream=False)
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
-            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
-        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
-        return value
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        if not isinstance(value, LLMParameterConfig):
-            raise fail("llm_config", value, "an LLMParameterConfig")
-        return value
 
     def generate_queries(self, query: str) -> list[str]:
         """The original question followed by the distinct, usable rewrites.
