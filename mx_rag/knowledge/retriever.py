@@ -23,7 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
 from mx_rag.retrievers.call_settings import CallSettingsRetriever, check_filter_dict, check_k
-from mx_rag.utils.checks import fail
+from mx_rag.utils.validated import callable_field
 
 __all__ = ["KnowledgeRetriever"]
 
@@ -49,12 +49,7 @@ class KnowledgeRetriever(CallSettingsRetriever):
     def _check_k(cls, value: Any) -> int | None:  # replaces the base's check: None is allowed
         return None if value is None else check_k(value)
 
-    @field_validator("document_ids", mode="before")
-    @classmethod
-    def _check_document_ids(cls, value: Any) -> Any:
-        if not callable(value):
-            raise fail("document_ids", value, "a callable returning a list of document ids")
-        return value
+    _check_document_ids = callable_field("document_ids", "a callable returning a list of document ids")
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.language_models.llms import LLM
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from mx_rag.llm import openai_wire
 from mx_rag.llm.llm_parameter import LLMParameterConfig
@@ -19,7 +19,7 @@ from mx_rag.utils.common import (
     MAX_ROLE_LEN,
 )
 from mx_rag.utils.http import HttpClient, check_url
-from mx_rag.utils.validated import ParameterErrorInit
+from mx_rag.utils.validated import ParameterErrorInit, instance_field
 
 
 class ChatModel(ParameterErrorInit, LLM):
@@ -34,15 +34,8 @@ class ChatModel(ParameterErrorInit, LLM):
 
     _http: HttpClient = PrivateAttr()
 
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _exact_config(cls, value: Any) -> Any:
-        return check_instance("llm_config", value, LLMParameterConfig)
-
-    @field_validator("client_param", mode="before")
-    @classmethod
-    def _exact_param(cls, value: Any) -> Any:
-        return check_instance("client_param", value, ClientParam)
+    _exact_config = instance_field("llm_config", LLMParameterConfig)
+    _exact_param = instance_field("client_param", ClientParam)
 
     def model_post_init(self, context: Any, /) -> None:
         check_str("model_name", self.model_name, 1, MAX_MODEL_NAME_LENGTH)

@@ -33,13 +33,12 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, SecretStr, field_validator
+from pydantic import ConfigDict, SecretStr
 
 from mx_rag.errors import ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
-from mx_rag.utils.checks import check_instance
-from mx_rag.utils.validated import ParameterErrorInit
+from mx_rag.utils.validated import ParameterErrorInit, instance_field
 
 __all__ = ["ChatText2Text", "to_openai_messages"]
 
@@ -137,15 +136,8 @@ class ChatText2Text(ParameterErrorInit, BaseChatModel):
             self.llm = Text2TextLLM(base_url=llm.base_url, model_name=llm.model_name, llm_config=llm.llm_config,
                                     client_param=param)
 
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> Any:
-        return check_instance("llm", value, Text2TextLLM)
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        return None if value is None else check_instance("llm_config", value, LLMParameterConfig)
+    _check_llm = instance_field("llm", Text2TextLLM)
+    _check_config = instance_field("llm_config", LLMParameterConfig, optional=True)
 
     @property
     def _llm_type(self) -> str:

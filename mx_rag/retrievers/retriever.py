@@ -18,8 +18,9 @@ from mx_rag.retrievers.fusion import document_key
 from mx_rag.retrievers.subject_links import MAX_SUBJECT_LINKS, SUBJECT_HITS, subject_documents
 from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
-from mx_rag.utils.checks import check_int, check_str, fail
+from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.validated import callable_field
 
 __all__ = ["Retriever", "query_embedder", "query_vector"]
 
@@ -72,12 +73,7 @@ class Retriever(CallSettingsRetriever):
     def _check_subject_links(cls, value: Any) -> int:
         return check_int("subject_links", value, 0, MAX_SUBJECT_LINKS)
 
-    @field_validator("embed_func", mode="before")
-    @classmethod
-    def _check_embed(cls, value: Any) -> Any:
-        if not callable(value):
-            raise fail("embed_func", value, "a callable taking a list of texts")
-        return value
+    _check_embed = callable_field("embed_func", "a callable taking a list of texts")
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
         """The settings of one call: the fields, overridden by the call's keywords.

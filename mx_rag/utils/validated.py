@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``ParameterErrorInit``: a pydantic model whose invalid arguments raise ``ParameterError``.
+"""Pydantic models with the SDK's checks: ``ParameterErrorInit`` (invalid arguments raise
+``ParameterError``), and the field validators written once: ``instance_field``, ``callable_field``.
 
 Put it first among the bases of a pydantic model (a LangChain retriever, LLM or chat model)::
 
@@ -9,17 +10,22 @@ Put it first among the bases of a pydantic model (a LangChain retriever, LLM or 
 so ``Retriever(k="x")`` raises the SDK's ``ParameterError`` (through ``as_parameter_error``: our
 own checks inside validators surface unchanged) instead of pydantic's ``ValidationError``. The
 constructor takes keyword arguments only, as pydantic models do.
+
+A field that must be an instance of a class, or a callable, is checked by one line::
+
+    _check_config = instance_field("llm_config", LLMParameterConfig, optional=True)
+    _check_embed = callable_field("embed_func", "a callable taking a list of texts")
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 
-from mx_rag.utils.checks import as_parameter_error
+from mx_rag.utils.checks import as_parameter_error, check_instance, fail
 
-__all__ = ["ParameterErrorInit"]
+__all__ = ["ParameterErrorInit", "callable_field", "instance_field"]
 
 
 class ParameterErrorInit:
@@ -30,3 +36,25 @@ class ParameterErrorInit:
             super().__init__(**data)
         except ValidationError as exc:
             raise as_parameter_error(exc) from exc
+
+
+def instance_field(name: str, cls: type, *, optional: bool = False) -> Any:
+    """A "before" validator of the field ``name``: an instance of ``cls`` (or None when ``optional``),
+    else ``ParameterError("<name> must be a <cls>, got ...")``. Assign it in the class body."""
+
+    def check(_: type, value: Any) -> Any:
+        return None if optional and value is None else check_instance(name, value, cls)
+
+    return field_validator(name, mode="before")(classmethod(check))
+
+
+def callable_field(name: str, expected: str) -> Any:
+    """A "before" validator of the field ``name``: a callable, else ``ParameterError`` saying
+    ``expected`` ("a callable taking a list of texts"). Assign it in the class body."""
+
+    def check(_: type, value: Any) -> Any:
+        if not callable(value):
+            raise fail(name, value, expected)
+        return value
+
+    return field_validator(name, mode="before")(classmethod(check))
