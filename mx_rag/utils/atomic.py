@@ -21,17 +21,17 @@ TMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 
 
-def write_atomic(path: Path, write: Callable[[str], object]) -> None:
+def write_atomic(path: Path, write: Callable[[str], object], mode: int = FILE_MODE) -> None:
     """Create or replace ``path`` with what ``write(tmp_path)`` writes to a temp file.
 
-    The temp file is created with mode 0600 next to ``path`` (so ``os.replace`` never crosses a
-    file system); it is fsynced before the rename and the directory is fsynced after it.
+    The temp file is created next to ``path`` (so ``os.replace`` never crosses a file system) with
+    ``mode`` (default 0600); it is fsynced before the rename and the directory after it.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, FILE_MODE)
+        os.chmod(tmp, mode)
         _fsync(tmp, os.O_RDWR)
         os.replace(tmp, path)
     except BaseException:

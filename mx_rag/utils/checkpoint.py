@@ -33,7 +33,7 @@ CHECKPOINT_SUFFIX = ".partial.jsonl"
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (a temporary file, fsynced, then renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), mode=0o644)  # reports: readable
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
