@@ -18,16 +18,13 @@ import base64
 import io
 import logging
 import math
-import os
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from PIL import Image
 
-from mx_rag.document.loader.base_loader import BaseLoader, check_ocr
 from mx_rag.errors import DocumentError, RemoteError
 from mx_rag.utils.checks import fail
-from mx_rag.utils.common import Lang
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
@@ -53,23 +50,6 @@ def check_vlm(vlm: Any) -> Img2TextLLM | None:
     if not isinstance(vlm, Img2TextLLM):
         raise fail("vlm", vlm, "None or an Img2TextLLM")
     return vlm
-
-
-class PictureLoader(BaseLoader):
-    """Base of the loaders whose files hold pictures (PDF, PowerPoint, Word, images): a picture is
-    captioned by ``vlm`` when one is given, else read by OCR when ``enable_ocr`` (in ``lang``)."""
-
-    def __init__(
-        self,
-        file_path: str | os.PathLike[str],
-        vlm: Img2TextLLM | None = None,
-        lang: Lang = Lang.CH,
-        enable_ocr: bool = False,
-    ) -> None:
-        super().__init__(file_path)
-        self.enable_ocr = check_ocr(enable_ocr, lang)
-        self.vlm = check_vlm(vlm)
-        self.lang = lang
 
 
 def image_info(data: bytes) -> tuple[str, int, int]:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 from langchain_core.documents import Document
 from PIL import Image
 
-from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, PictureLoader, caption_image, image_info
+from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, caption_image, image_info
 from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import describe
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
 from mx_rag.utils.common import MB
 

@@ -23,10 +23,11 @@ from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import PictureLoader, caption_image
+from mx_rag.document.loader._images import caption_image
 from mx_rag.document.loader._layout import drop_running_lines, page_text
 from mx_rag.document.loader._ocr import INSTALL_HINT, image_text, ocr_available, recognize, render_pdf
 from mx_rag.document.loader.base_loader import clean_text, describe
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
 
 __all__ = ["PdfLoader"]

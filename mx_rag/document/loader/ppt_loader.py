@@ -19,10 +19,11 @@ from pptx.shapes.base import BaseShape
 from pptx.shapes.group import GroupShape
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import PictureLoader, caption_image
+from mx_rag.document.loader._images import caption_image
 from mx_rag.document.loader._layout import markdown_table
 from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import check_zip, clean_text
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
 
 __all__ = ["PowerPointLoader"]
