@@ -30,8 +30,6 @@ from langchain_core.documents import Document
 from lxml import etree
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image
-from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import check_zip, clean_text
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
@@ -121,14 +119,9 @@ class DocxLoader(PictureLoader):
                 if part is None or str(part.partname) in seen:
                     continue
                 seen.add(str(part.partname))
-                if self.vlm is not None:
-                    doc = caption_image(part.blob, self.vlm, source=self.file_path)
-                    if doc is not None:
-                        yield doc
-                    continue
-                read = image_text(part.blob, source=f"a picture in {self.file_path!r}")
-                if read is not None:
-                    yield self._text_document(read[0], ocr=True, image=True)
+                doc = self._picture_document(part.blob, f"a picture in {self.file_path!r}")
+                if doc is not None:
+                    yield doc
 
 
 def _body_blocks(container: Any) -> Iterator[Any]:

@@ -23,9 +23,8 @@ from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image
 from mx_rag.document.loader._layout import drop_running_lines, page_text
-from mx_rag.document.loader._ocr import INSTALL_HINT, image_text, ocr_available, recognize, render_pdf
+from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
 from mx_rag.document.loader.base_loader import clean_text, describe
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
@@ -179,14 +178,9 @@ class PdfLoader(PictureLoader):
             data = self._image_bytes(page, key, number)
             if data is None:
                 continue
-            if self.vlm is not None:
-                doc = caption_image(data, self.vlm, source=self.file_path, page=number)
-                if doc is not None:
-                    yield doc
-                continue
-            read = image_text(data, source=f"an image on page {number} of {self.file_path!r}")
-            if read is not None:
-                yield self._text_document(read[0], page=number, ocr=True, image=True)
+            doc = self._picture_document(data, f"an image on page {number} of {self.file_path!r}", number)
+            if doc is not None:
+                yield doc
 
     def _image_bytes(self, page: PageObject, key: Any, number: int) -> bytes | None:
         try:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from mx_rag.document.loader._images import check_vlm
+from langchain_core.documents import Document
+
+from mx_rag.document.loader._images import caption_image, check_vlm
+from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import BaseLoader, check_ocr
 from mx_rag.utils.common import Lang
 
@@ -31,3 +34,13 @@ class PictureLoader(BaseLoader):
         self.enable_ocr = check_ocr(enable_ocr, lang)
         self.vlm = check_vlm(vlm)
         self.lang = lang
+
+    def _picture_document(self, data: bytes, where: str, page: int | None = None) -> Document | None:
+        """One picture as a Document: ``vlm``'s caption when there is a ``vlm``, else its OCR text;
+        None when it gives none. ``where`` names the picture in messages ("a picture on slide 2 of ...")."""
+        if self.vlm is not None:
+            return caption_image(data, self.vlm, source=self.file_path, page=page)
+        read = image_text(data, source=where)
+        if read is None:
+            return None
+        return self._text_document(read[0], **({} if page is None else {"page": page}), ocr=True, image=True)

@@ -19,9 +19,7 @@ from pptx.shapes.base import BaseShape
 from pptx.shapes.group import GroupShape
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image
 from mx_rag.document.loader._layout import markdown_table
-from mx_rag.document.loader._ocr import image_text
 from mx_rag.document.loader.base_loader import check_zip, clean_text
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
@@ -81,14 +79,9 @@ class PowerPointLoader(PictureLoader):
             blob = _picture_blob(shape)
             if blob is None:
                 continue
-            if self.vlm is not None:
-                doc = caption_image(blob, self.vlm, source=self.file_path, page=number)
-                if doc is not None:
-                    yield doc
-                continue
-            read = image_text(blob, source=f"a picture on slide {number} of {self.file_path!r}")
-            if read is not None:
-                yield self._text_document(read[0], page=number, ocr=True, image=True)
+            doc = self._picture_document(blob, f"a picture on slide {number} of {self.file_path!r}", number)
+            if doc is not None:
+                yield doc
 
 
 def _flatten(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
