@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
     from sentence_transformers import SentenceTransformer
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     texts = sample_texts(args.texts)
     path = str(minilm_dir())

@@ -171,7 +171,7 @@ def corpus_files(corpus: str, quick: bool) -> tuple[Path, list[Path]]:
 
 def model_spec(model: str) -> dict[str, Any]:
     """The directory, document prefix, pooling and max length every system uses for ``model``."""
-    from mx_rag.embedding.local._model_info import read_model_info, resolve_max_length, resolve_pooling
+    from mx_rag.embedding.local.model_info import read_model_info, resolve_max_length, resolve_pooling
     from mx_rag.embedding.local.text_embedding import TextEmbedding
 
     info = read_model_info(TextEmbedding(model).model_dir)

@@ -70,7 +70,7 @@ from typing import Any
 import httpx
 from _harness import emit, environment, loadavg, package_version, pin_torch_threads, rotated
 
-import mx_rag.llm._openai as openai_wire
+import mx_rag.llm.openai_wire as openai_wire
 from mx_rag.chain import ParallelText2TextChain, SingleText2TextChain
 from mx_rag.chain.parallel_text_to_text import _parallel_user_content_builder
 from mx_rag.llm import LLMParameterConfig, Text2TextLLM
@@ -257,7 +257,7 @@ def cross_encoder_dir(workdir: Path) -> Path:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(str(minilm_dir()), num_labels=1)

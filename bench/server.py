@@ -645,7 +645,7 @@ def run(args: argparse.Namespace) -> int:
             chunks = inproc.chunks()
             (workdir / "chunks.json").write_text(json.dumps(chunks))
             settings = inproc.settings
-            from mx_rag.embedding.local._model_info import read_model_info
+            from mx_rag.embedding.local.model_info import read_model_info
             from mx_rag.embedding.local.text_embedding import TextEmbedding
 
             info = read_model_info(TextEmbedding(args.model).model_dir)

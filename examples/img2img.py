@@ -56,7 +56,7 @@ def build_tiny_chinese_clip(directory: Path) -> Path:
     import torch
     import transformers
 
-    from mx_rag.embedding.local._model_info import minilm_dir  # where the packaged MiniLM (and its tokenizer) is
+    from mx_rag.embedding.local.model_info import minilm_dir  # where the packaged MiniLM (and its tokenizer) is
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir()))
     text = {"vocab_size": tokenizer.vocab_size, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.cache.cache_chain import CacheChainChat
@@ -20,18 +20,7 @@ if TYPE_CHECKING:
     from mx_rag.cache.mxrag_cache import MxRAGCache
     from mx_rag.cache.qa_generate import QAGenerate, QAGenerationConfig
 
-_LAZY = {
-    "CacheChainChat": "mx_rag.cache.cache_chain",
-    "CacheConfig": "mx_rag.cache.config",
-    "EvictPolicy": "mx_rag.cache.config",
-    "MarkDownParser": "mx_rag.cache.markdown_parser",
-    "MxRAGCache": "mx_rag.cache.mxrag_cache",
-    "QAGenerate": "mx_rag.cache.qa_generate",
-    "QAGenerationConfig": "mx_rag.cache.qa_generate",
-    "SimilarityCacheConfig": "mx_rag.cache.config",
-}
-
 __all__ = ["CacheChainChat", "CacheConfig", "EvictPolicy", "MarkDownParser", "MxRAGCache", "QAGenerate",
            "QAGenerationConfig", "SimilarityCacheConfig"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

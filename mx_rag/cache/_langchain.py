@@ -26,13 +26,7 @@ class LangChainCache(BaseCache):
         self.cache = cache
 
     def lookup(self, prompt: str, llm_string: str) -> Sequence[Generation] | None:
-        found = self.cache.search(prompt)
-        if found is None:
-            return None
-        try:
-            data = json.loads(found)
-        except ValueError:
-            return None
+        data = self.cache.search_json(prompt)
         if not isinstance(data, dict) or data.get("llm_string") != llm_string:
             return None
         return [Generation(text=str(text)) for text in data.get("generations", [])]

@@ -13,6 +13,7 @@ their questions with a reranker (or by cosine similarity); the best one at or ab
 
 from __future__ import annotations
 
+import importlib
 import logging
 import random
 import re
@@ -66,50 +67,53 @@ _ORDER = {
 }
 
 
+_EMBEDDINGS = {
+    "local_text_embedding": "mx_rag.embedding.local.text_embedding:TextEmbedding",
+    "tei_embedding": "mx_rag.embedding.service.tei_embedding:TEIEmbedding",
+}
+_RERANKERS = {
+    "local_reranker": "mx_rag.reranker.local.reranker:LocalReranker",
+    "tei_reranker": "mx_rag.reranker.service.tei_reranker:TEIReranker",
+}
+
+
 def build_embedding(config: dict[str, Any]) -> Embeddings:
     """An embedder from ``emb_config``: a given object, or one built by ``embedding_type``."""
     options = dict(config)
     options.pop("x_dim", None)
     options.pop("skip_emb", None)
-    given = options.pop("embedding", None)
-    if given is not None:
-        if not isinstance(given, Embeddings):
-            raise ParameterError(f"emb_config['embedding'] must be an Embeddings, got {type(given).__name__}")
-        return given
-    kind = options.pop("embedding_type", None)
-    if kind == "local_text_embedding":
-        from mx_rag.embedding.local import TextEmbedding
-
-        return TextEmbedding(**options)
-    if kind == "tei_embedding":
-        from mx_rag.embedding.service import TEIEmbedding
-
-        return TEIEmbedding(**options)
-    raise ParameterError(f"emb_config['embedding_type'] must be one of ['local_text_embedding', 'tei_embedding'] "
-                         f"(or pass emb_config['embedding']), got {kind!r}")
+    embedder: Embeddings = _given_or_built("emb_config", options, ("embedding", Embeddings, "an Embeddings"),
+                                          "embedding_type", _EMBEDDINGS)
+    return embedder
 
 
 def build_reranker(config: dict[str, Any]) -> Reranker | None:
     """A reranker from ``similarity_config`` (its score range already taken out), or None for cosine."""
     options = dict(config)
-    given = options.pop("reranker", None)
-    if given is not None:
-        if not isinstance(given, Reranker):
-            raise ParameterError(f"similarity_config['reranker'] must be a Reranker, got {type(given).__name__}")
-        return given
-    kind = options.pop("similarity_type", None)
-    if kind is None and not options:
-        return None
-    if kind == "local_reranker":
-        from mx_rag.reranker.local import LocalReranker
+    named = options.get("reranker") is not None or options.get("similarity_type") is not None
+    if not named and not options.keys() - {"reranker", "similarity_type"}:
+        return None  # no reranker: cosine similarity
+    reranker: Reranker = _given_or_built("similarity_config", options, ("reranker", Reranker, "a Reranker"),
+                                         "similarity_type", _RERANKERS)
+    return reranker
 
-        return LocalReranker(**options)
-    if kind == "tei_reranker":
-        from mx_rag.reranker.service import TEIReranker
 
-        return TEIReranker(**options)
-    raise ParameterError(f"similarity_config['similarity_type'] must be one of ['local_reranker', 'tei_reranker'] "
-                         f"(or pass similarity_config['reranker']), got {kind!r}")
+def _given_or_built(section: str, options: dict[str, Any], given: tuple[str, type, str], kind_key: str,
+                    registry: dict[str, str]) -> Any:
+    """``options[given_key]`` when set (an instance of its class), else the class ``registry`` names
+    by ``options[kind_key]``, built from the other options."""
+    given_key, cls, what = given
+    value = options.pop(given_key, None)
+    if value is not None:
+        if not isinstance(value, cls):
+            raise ParameterError(f"{section}[{given_key!r}] must be {what}, got {type(value).__name__}")
+        return value
+    kind = options.pop(kind_key, None)
+    if kind not in registry:
+        raise ParameterError(f"{section}[{kind_key!r}] must be one of {sorted(registry)} "
+                             f"(or pass {section}[{given_key!r}]), got {kind!r}")
+    module_name, _, class_name = registry[kind].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)(**options)
 
 
 class SimilarityStore:

@@ -70,13 +70,8 @@ class CacheChainChat(Chain):
         return self._stream_and_store(text, result)
 
     def _lookup(self, text: str) -> Any:
-        found = self.cache.search(text)
-        if found is None:
-            return None
-        try:
-            data = json.loads(found)
-        except ValueError:
-            logger.warning("cache %s holds an answer that is not JSON; asking the chain", self.cache.cache_name)
+        data = self.cache.search_json(text)
+        if data is None:
             return None
         if isinstance(data, dict) and "query" in data:
             data["query"] = text

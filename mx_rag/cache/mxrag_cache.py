@@ -8,6 +8,7 @@ caches above it. An update goes to every cache of the chain.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import threading
 import weakref
@@ -131,6 +132,18 @@ class MxRAGCache:
                 logger.info("cache %s: miss", cache.cache_name)
             above.append(cache)
         return None
+
+    def search_json(self, query: str) -> Any:
+        """``search(query)`` decoded from JSON (how the chain and LangChain caches store answers);
+        None on a miss or when the stored answer is not JSON (logged)."""
+        found = self.search(query)
+        if found is None:
+            return None
+        try:
+            return json.loads(found)
+        except ValueError:
+            logger.warning("cache %s holds an answer that is not JSON: treated as a miss", self.cache_name)
+            return None
 
     def update(self, query: str, answer: str) -> None:
         """Store ``answer`` for ``query`` in every cache of the chain (skipped when longer than the cache limit).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.chain.base import Chain
@@ -14,15 +14,6 @@ if TYPE_CHECKING:
     from mx_rag.chain.parallel_text_to_text import ParallelText2TextChain
     from mx_rag.chain.single_text_to_text import SingleText2TextChain
     from mx_rag.chain.text_to_img import Text2ImgChain
-
-_LAZY = {
-    "Chain": "mx_rag.chain.base",
-    "SingleText2TextChain": "mx_rag.chain.single_text_to_text",
-    "GraphRagText2TextChain": "mx_rag.chain.graph_text_to_text",
-    "ParallelText2TextChain": "mx_rag.chain.parallel_text_to_text",
-    "Text2ImgChain": "mx_rag.chain.text_to_img",
-    "Img2ImgChain": "mx_rag.chain.img_to_img",
-}
 
 __all__ = [
     "Chain",
@@ -33,4 +24,4 @@ __all__ = [
     "Text2ImgChain",
 ]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -12,13 +12,13 @@ from langchain_core.retrievers import BaseRetriever
 
 from mx_rag.chain.base import Chain
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.openai_wire import check_sys_messages
 from mx_rag.llm.protocol import LLMLike, chat_llm
-from mx_rag.llm.text2text import _check_sys_messages
 from mx_rag.reranker.reranker import Reranker
-from mx_rag.storage.document_store.text_tokens import has_han
 from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
 from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.text import has_han
 
 __all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder", "question_first_content"]
 
@@ -110,7 +110,7 @@ class SingleText2TextChain(Chain):
         self._retriever = check_instance("retriever", retriever, BaseRetriever)
         self._reranker = None if reranker is None else check_instance("reranker", reranker, Reranker)
         self._prompt = check_str("prompt", prompt, 1, MAX_PROMPT_LENGTH)
-        self._sys_messages = copy.deepcopy(_check_sys_messages(sys_messages))
+        self._sys_messages = copy.deepcopy(check_sys_messages(sys_messages))
         self._source = check_bool("source", source)
         if not callable(user_content_builder):
             raise fail("user_content_builder", user_content_builder, "a callable (query, docs, prompt) -> str")

@@ -119,12 +119,12 @@ class _Run:
 
     def __init__(self, here: Any, llm: Any, kb: str, specs: list[tuple[str, str, int | None]],
                  metrics: list[str], max_tokens: int) -> None:
-        from mx_rag.evaluate.rag_evaluator import RAGEvaluator, _check_metrics
+        from mx_rag.evaluate.rag_evaluator import RAGEvaluator, check_metrics
         from mx_rag.llm.llm_parameter import LLMParameterConfig
         from mx_rag.server.answers import Answerer
 
         self.here, self.llm, self.kb, self.specs = here, llm, kb, specs
-        self.metrics = _check_metrics(metrics) if metrics else []
+        self.metrics = check_metrics(metrics) if metrics else []
         self.answerer = Answerer(here.service, llm)
         self.evaluator = RAGEvaluator(llm, here.service.embedding)
         self.config = LLMParameterConfig(max_tokens=max_tokens, temperature=0.0, seed=0)

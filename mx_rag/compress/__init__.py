@@ -10,19 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.compress.base_compressor import PromptCompressor
     from mx_rag.compress.cluster_compressor import ClusterCompressor
     from mx_rag.compress.rerank_compressor import RerankCompressor
 
-_LAZY = {
-    "ClusterCompressor": "mx_rag.compress.cluster_compressor",
-    "PromptCompressor": "mx_rag.compress.base_compressor",
-    "RerankCompressor": "mx_rag.compress.rerank_compressor",
-}
-
 __all__ = ["ClusterCompressor", "PromptCompressor", "RerankCompressor"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

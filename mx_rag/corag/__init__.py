@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.corag.config import CoRagBaseConfig
@@ -16,16 +16,6 @@ if TYPE_CHECKING:
     from mx_rag.corag.evaluator import CoRagEvaluator
     from mx_rag.corag.sample_generator import SampleGenerator
     from mx_rag.corag.subquery_finetuner import FineTuneArguments, SubqueryFineTuner
-
-_LAZY = {
-    "CoRagBaseConfig": "mx_rag.corag.config",
-    "CoRagAgent": "mx_rag.corag.corag_agent",
-    "ReasoningPath": "mx_rag.corag.corag_agent",
-    "SampleGenerator": "mx_rag.corag.sample_generator",
-    "CoRagEvaluator": "mx_rag.corag.evaluator",
-    "FineTuneArguments": "mx_rag.corag.subquery_finetuner",
-    "SubqueryFineTuner": "mx_rag.corag.subquery_finetuner",
-}
 
 __all__ = [
     "CoRagAgent",
@@ -37,4 +27,4 @@ __all__ = [
     "SubqueryFineTuner",
 ]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

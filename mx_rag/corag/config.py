@@ -121,12 +121,6 @@ class CoRagBaseConfig:
         self.max_tokens_per_question = max_tokens_per_question
         self.early_stop = check_bool("early_stop", early_stop)
 
-    def build_agent(self, **options: Any) -> Any:
-        """A ``CoRagAgent`` with these settings (``options`` override the agent's keywords)."""
-        from mx_rag.corag.corag_agent import CoRagAgent
-
-        return CoRagAgent.from_config(self, **options)
-
     def __repr__(self) -> str:
         source = self.retrieve_api_url if isinstance(self.retrieve_api_url, str) else type(self.retrieve_api_url)
         return (

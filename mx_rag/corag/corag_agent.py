@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from mx_rag.corag import decoding
 from mx_rag.corag.config import MAX_PATH_LENGTH, CoRagBaseConfig, check_llm, check_source
 from mx_rag.corag.prompts import (
     NO_RELEVANT_INFO,
@@ -139,8 +140,9 @@ class CoRagAgent:
         self.source: DocumentSource = source
 
     @classmethod
-    def from_config(cls, config: CoRagBaseConfig, **options: Any) -> CoRagAgent:
-        """An agent with a ``CoRagBaseConfig``'s settings; ``options`` override its keywords."""
+    def from_config(cls, config: CoRagBaseConfig, source: Any = None, **options: Any) -> CoRagAgent:
+        """An agent with a ``CoRagBaseConfig``'s settings, reading documents from ``source`` when
+        given (else the config's ``retrieve_api_url``); ``options`` override its keywords."""
         check_instance("config", config, CoRagBaseConfig)
         settings: dict[str, Any] = {
             "judge_llm": config.judge_llm,
@@ -149,8 +151,8 @@ class CoRagAgent:
             "early_stop": config.early_stop,
             **options,
         }
-        return cls(config.base_llm, config.retrieve_api_url, config.final_llm, config.sub_answer_llm,
-                   config.retrieve_top_k, config.client_param, **settings)
+        return cls(config.base_llm, config.retrieve_api_url if source is None else source, config.final_llm,
+                   config.sub_answer_llm, config.retrieve_top_k, config.client_param, **settings)
 
     # -- the documented API ---------------------------------------------------------------------
 
@@ -244,8 +246,6 @@ class CoRagAgent:
         the final answer (as the original's evaluator); otherwise both use ``task_desc``.
         ``judge_llm`` defaults to the agent's.
         """
-        from mx_rag.corag import decoding
-
         judge = self.judge_llm if judge_llm is None else check_llm("judge_llm", judge_llm)
         if strategy == "greedy":
             return decoding.greedy(self, query, task_desc, max_path_length)

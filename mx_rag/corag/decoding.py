@@ -31,7 +31,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mx_rag.corag.config import DEFAULT_SAMPLE_TASK_DESC, DEFAULT_TASK_DESC, MAX_PATH_LENGTH, MAX_THREADS
-from mx_rag.corag.corag_agent import (
+from mx_rag.corag.prompts import ParsedSubquery, clean_answer, is_no_info
+from mx_rag.corag.reasoning_path import (
     STOP_BUDGET,
     STOP_CALLS,
     STOP_EARLY,
@@ -41,7 +42,6 @@ from mx_rag.corag.corag_agent import (
     subquery_key,
     usable_subquery,
 )
-from mx_rag.corag.prompts import ParsedSubquery, clean_answer, is_no_info
 from mx_rag.corag.text_budget import TokenMeter
 from mx_rag.utils.checks import check_int, check_number, check_str
 from mx_rag.utils.common import INT_32_MAX, TEXT_MAX_LEN

@@ -71,7 +71,7 @@ from mx_rag.corag.datasets import MultiHopItem, load_records, parse_item
 from mx_rag.corag.metrics import exact_match, f1_score, fact_recall, judge_answer, title_recall
 from mx_rag.corag.prompts import NO_RELEVANT_INFO, clean_answer, get_generate_intermediate_answer_prompt
 from mx_rag.corag.retrieval_api import as_document_source
-from mx_rag.corag.sample_generator import build_agent, llm_config_of, run_parallel
+from mx_rag.corag.sample_generator import llm_config_of, run_parallel
 from mx_rag.corag.types import DocumentSource
 from mx_rag.errors import ParameterError
 from mx_rag.retrievers.sources import RetrievalError
@@ -270,7 +270,7 @@ class CoRagEvaluator:
             return record
         record.update(id=item.id or None, question=item.question, ground_truth=item.answer,
                       ground_truths=item.answers)
-        agent = build_agent(self.config, source)  # one per question: its retrieval_stats are this question's
+        agent = CoRagAgent.from_config(self.config, source)  # one per question: its retrieval_stats are this question's
         path: ReasoningPath | None = None
         try:
             path = agent.sample_path(item.question, self.task_desc, self.config.max_path_length)

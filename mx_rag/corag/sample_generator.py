@@ -72,16 +72,6 @@ def llm_config_of(llm: Any) -> LLMParameterConfig:
     return config if isinstance(config, LLMParameterConfig) else LLMParameterConfig()
 
 
-def build_agent(config: CoRagBaseConfig, source: Any = None) -> CoRagAgent:
-    """A ``CoRagAgent`` with ``config``'s settings, reading documents from ``source`` when given."""
-    return CoRagAgent(
-        config.base_llm, config.retrieve_api_url if source is None else source, config.final_llm,
-        config.sub_answer_llm, config.retrieve_top_k, config.client_param, judge_llm=config.judge_llm,
-        context_tokens=config.context_tokens, max_tokens_per_question=config.max_tokens_per_question,
-        early_stop=config.early_stop,
-    )
-
-
 def run_parallel(items: list[Any], work: Callable[[Any], Any], threads: int, desc: str) -> list[Any]:
     """``[work(item) for item in items]`` on ``threads`` workers, in input order, with progress.
 
@@ -296,7 +286,7 @@ class SampleGenerator:
             todo.append((item, key))
         writer = _JsonlWriter(out_path) if out_path is not None else None
         lock = threading.Lock()
-        agent = build_agent(self.config)
+        agent = CoRagAgent.from_config(self.config)
         results: dict[str, list[dict[str, Any]]] = {}
 
         def work(job: tuple[MultiHopItem, str]) -> None:

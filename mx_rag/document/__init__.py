@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.document.doc_loader_mng import LoaderInfo, LoaderMng, SplitterInfo
 
-_LAZY = {
-    "LoaderMng": "mx_rag.document.doc_loader_mng",
-    "LoaderInfo": "mx_rag.document.doc_loader_mng",
-    "SplitterInfo": "mx_rag.document.doc_loader_mng",
-}
-
 __all__ = ["LoaderInfo", "LoaderMng", "SplitterInfo"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

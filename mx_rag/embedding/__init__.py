@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.embedding.embedding_factory import EmbeddingFactory
@@ -21,17 +21,8 @@ if TYPE_CHECKING:
     from mx_rag.embedding.service.clip_embedding import CLIPEmbedding
     from mx_rag.embedding.service.tei_embedding import TEIEmbedding
 
-_LAZY = {
-    "CLIPEmbedding": "mx_rag.embedding.service.clip_embedding",
-    "EmbeddingFactory": "mx_rag.embedding.embedding_factory",
-    "ImageEmbedding": "mx_rag.embedding.local.img_embedding",
-    "SparseEmbedding": "mx_rag.embedding.local.sparse_embedding",
-    "TEIEmbedding": "mx_rag.embedding.service.tei_embedding",
-    "TextEmbedding": "mx_rag.embedding.local.text_embedding",
-}
-
 __all__ = [
     "CLIPEmbedding", "EmbeddingFactory", "ImageEmbedding", "SparseEmbedding", "TEIEmbedding", "TextEmbedding",
 ]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

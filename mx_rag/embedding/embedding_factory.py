@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mx_rag.utils.factory import create_from
+from mx_rag.utils.factory import Factory
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -13,21 +13,17 @@ if TYPE_CHECKING:
 __all__ = ["EmbeddingFactory"]
 
 
-class EmbeddingFactory:
-    """Builds ``TextEmbedding``, ``ImageEmbedding`` or ``TEIEmbedding`` from keyword arguments.
-
-    ``embedding_type`` picks the class; the other keywords go to its ``create`` (its constructor).
-    The classes are imported on first use, so this module imports no torch.
+class EmbeddingFactory(Factory):
+    """Builds ``TextEmbedding``, ``ImageEmbedding`` or ``TEIEmbedding``, named by ``embedding_type``
+    (see ``mx_rag.utils.factory.Factory``).
 
     Example:
         >>> from mx_rag.embedding import EmbeddingFactory
         >>> emb = EmbeddingFactory.create_embedding(embedding_type="local_text_embedding",
         ...                                         model_path="/models/bge-large-zh-v1.5", dev_id=0)  # doctest: +SKIP
-
-    Raises:
-        ParameterError: ``embedding_type`` is missing or unknown, or the class refuses an argument.
     """
 
+    KIND = "embedding_type"
     NPU_SUPPORT_EMB: ClassVar[dict[str, str]] = {
         "local_images_embedding": "mx_rag.embedding.local.img_embedding:ImageEmbedding",
         "local_text_embedding": "mx_rag.embedding.local.text_embedding:TextEmbedding",
@@ -37,5 +33,4 @@ class EmbeddingFactory:
     @classmethod
     def create_embedding(cls, **kwargs: Any) -> Embeddings:
         """A new embedder: ``embedding_type`` (one of ``NPU_SUPPORT_EMB``) plus its class's parameters."""
-        embedder: Embeddings = create_from(cls.NPU_SUPPORT_EMB, "embedding_type", kwargs)
-        return embedder
+        return cls._create(cls.NPU_SUPPORT_EMB, kwargs)

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.evaluate.rag_evaluator import RAGEvaluator
 
-_LAZY = {
-    "RAGEvaluator": "mx_rag.evaluate.rag_evaluator",
-}
-
 __all__ = ["RAGEvaluator"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -17,7 +17,7 @@ from mx_rag.summary.summary import is_chinese
 from mx_rag.utils.checks import check_bool, check_optional_str, check_str, fail
 from mx_rag.utils.progress import Progress
 
-__all__ = ["RAGEvaluator"]
+__all__ = ["RAGEvaluator", "check_metrics"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ MAX_TEXT = 1_000_000
 JUDGE_CONFIG = LLMParameterConfig(max_tokens=256, temperature=0.0, seed=0)
 
 
-def _check_metrics(metrics: Any) -> list[str]:
+def check_metrics(metrics: Any) -> list[str]:
     if not isinstance(metrics, (list, tuple)) or not 0 < len(metrics) <= MAX_METRICS:
         raise fail("metrics", metrics, f"a list of 1 to {MAX_METRICS} metric names")
     for name in metrics:
@@ -126,7 +126,7 @@ class RAGEvaluator:
         Raises:
             ParameterError: an argument is out of range.
         """
-        metrics = _check_metrics(metrics)
+        metrics = check_metrics(metrics)
         rows = _check_dataset(dataset, metrics)
         if language is not None and language not in LANGUAGES:
             raise fail("language", language, f"None or one of {list(LANGUAGES)}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from mx_rag.errors import ExtraNotInstalledError, StorageError
 from mx_rag.graphrag.graph_store import Edge, GraphStore, Node
-from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
+from mx_rag.utils.atomic import remove_stale_temps, write_atomic
 
 __all__ = ["NetworkxGraphStore"]
 

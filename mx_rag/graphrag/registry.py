@@ -28,7 +28,7 @@ from typing import Any
 from mx_rag.errors import StorageError
 from mx_rag.graphrag.extraction import Entity, Extraction, Relation
 from mx_rag.graphrag.merge import normalise_name
-from mx_rag.storage.vectorstore._atomic import fsync_dir, remove_stale_temps, write_atomic
+from mx_rag.utils.atomic import fsync_dir, remove_stale_temps, write_atomic
 
 __all__ = ["ChangeJournal", "ChunkRecord", "ChunkRegistry", "GraphChange", "chunk_id", "chunk_number", "content_hash"]
 

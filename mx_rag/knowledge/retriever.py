@@ -20,10 +20,10 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, ValidationError, field_validator
+from pydantic import field_validator
 
 from mx_rag.retrievers.call_settings import CallSettingsRetriever, check_filter_dict, check_k
-from mx_rag.utils.checks import as_parameter_error, fail
+from mx_rag.utils.validated import callable_field
 
 __all__ = ["KnowledgeRetriever"]
 
@@ -40,29 +40,16 @@ class KnowledgeRetriever(CallSettingsRetriever):
     ``filter_dict``); a ``filter_dict`` can only narrow the knowledge base, never widen it.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
     retriever: BaseRetriever
     document_ids: Callable[[], list[int]]
     k: int | None = None
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
-
     @field_validator("k", mode="before")
     @classmethod
-    def _check_k(cls, value: Any) -> int | None:
+    def _check_k(cls, value: Any) -> int | None:  # replaces the base's check: None is allowed
         return None if value is None else check_k(value)
 
-    @field_validator("document_ids", mode="before")
-    @classmethod
-    def _check_document_ids(cls, value: Any) -> Any:
-        if not callable(value):
-            raise fail("document_ids", value, "a callable returning a list of document ids")
-        return value
+    _check_document_ids = callable_field("document_ids", "a callable returning a list of document ids")
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any

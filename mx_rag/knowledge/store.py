@@ -14,6 +14,7 @@ from sqlalchemy import Engine, MetaData, and_, delete, func, inspect, or_, selec
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from mx_rag.embedding.local.model_info import embedding_id
 from mx_rag.errors import KnowledgeError, ParameterError, StorageError
 from mx_rag.knowledge.models import (
     DELETING,
@@ -43,14 +44,6 @@ def check_user_id(user_id: Any) -> str:
 # A new knowledge base's model when none is configured: TextEmbedding's DEFAULT_MODEL (kept here
 # as a string so that reading it imports no embedding code).
 DEFAULT_EMBEDDING = "multilingual-e5-small"
-
-
-def embedding_id(model: str) -> str:
-    """How a knowledge base records its embedding model (``check_embedding``): the last part of its
-    name or folder, in lower case (``sentence-transformers/all-MiniLM-L6-v2``, ``all-minilm-l6-v2``
-    and a folder ``/models/all-MiniLM-L6-v2`` are one model; the same model may sit in another
-    folder on another machine)."""
-    return Path(model).name.lower()
 
 
 def choose_embedding(configured: str | None, recorded: Sequence[str]) -> str:

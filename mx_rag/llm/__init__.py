@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2img import Img2ImgMultiModel
@@ -17,14 +17,6 @@ if TYPE_CHECKING:
     from mx_rag.llm.text2img import Text2ImgMultiModel
     from mx_rag.llm.text2text import Text2TextLLM
 
-_LAZY = {
-    "LLMParameterConfig": "mx_rag.llm.llm_parameter",
-    "Text2TextLLM": "mx_rag.llm.text2text",
-    "Img2TextLLM": "mx_rag.llm.img2text",
-    "Text2ImgMultiModel": "mx_rag.llm.text2img",
-    "Img2ImgMultiModel": "mx_rag.llm.img2img",
-}
-
 __all__ = ["Img2ImgMultiModel", "Img2TextLLM", "LLMParameterConfig", "Text2ImgMultiModel", "Text2TextLLM"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -7,45 +7,22 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.language_models.llms import LLM
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from mx_rag.llm import _openai
+from mx_rag.llm import openai_wire
 from mx_rag.llm.llm_parameter import LLMParameterConfig
-from mx_rag.utils.checks import as_parameter_error, check_instance, check_str, fail
+from mx_rag.llm.openai_wire import check_sys_messages
+from mx_rag.utils.checks import check_instance, check_str
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import (
-    LLM_TEXT_MAX_LEN,
-    MAX_MESSAGE_KEY_LEN,
-    MAX_MESSAGE_KEYS,
     MAX_MODEL_NAME_LENGTH,
     MAX_ROLE_LEN,
-    MAX_SYS_MESSAGES,
 )
 from mx_rag.utils.http import HttpClient, check_url
+from mx_rag.utils.validated import ParameterErrorInit, instance_field
 
 
-def check_sys_messages(sys_messages: Any) -> list[dict[str, Any]]:
-    """None or a list of at most 16 dicts, each with at most 16 keys of at most 16 characters and
-    str values of at most 4 MiB (non-str values, such as content-part lists, are passed through)."""
-    if sys_messages is None:
-        return []
-    if not isinstance(sys_messages, list):
-        raise fail("sys_messages", sys_messages, "None or a list of dicts")
-    if len(sys_messages) > MAX_SYS_MESSAGES:
-        raise fail("sys_messages", f"<{len(sys_messages)} messages>", f"at most {MAX_SYS_MESSAGES} messages")
-    for i, message in enumerate(sys_messages):
-        if not isinstance(message, dict):
-            raise fail(f"sys_messages[{i}]", message, "a dict")
-        if len(message) > MAX_MESSAGE_KEYS:
-            raise fail(f"sys_messages[{i}]", f"<{len(message)} keys>", f"at most {MAX_MESSAGE_KEYS} keys")
-        for key, value in message.items():
-            check_str(f"sys_messages[{i}] key", key, 1, MAX_MESSAGE_KEY_LEN)
-            if isinstance(value, str):
-                check_str(f"sys_messages[{i}][{key!r}]", value, 0, LLM_TEXT_MAX_LEN)
-    return sys_messages
-
-
-class ChatModel(LLM):
+class ChatModel(ParameterErrorInit, LLM):
     """Fields and transport shared by ``Text2TextLLM`` and ``Img2TextLLM``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -57,21 +34,8 @@ class ChatModel(LLM):
 
     _http: HttpClient = PrivateAttr()
 
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _exact_config(cls, value: Any) -> Any:
-        return check_instance("llm_config", value, LLMParameterConfig)
-
-    @field_validator("client_param", mode="before")
-    @classmethod
-    def _exact_param(cls, value: Any) -> Any:
-        return check_instance("client_param", value, ClientParam)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
+    _exact_config = instance_field("llm_config", LLMParameterConfig)
+    _exact_param = instance_field("client_param", ClientParam)
 
     def model_post_init(self, context: Any, /) -> None:
         check_str("model_name", self.model_name, 1, MAX_MODEL_NAME_LENGTH)
@@ -103,13 +67,13 @@ class ChatModel(LLM):
     def _complete_message(self, messages: list[dict], config: LLMParameterConfig, stop: list[str] | None = None,
                           extra: dict[str, Any] | None = None) -> tuple[str, list[dict[str, Any]]]:
         """The answer and its tool calls; ``extra`` adds request fields (``tools``, ``tool_choice``)."""
-        body = {**_openai.chat_body(self.model_name, messages, config, stream=False, stop=stop), **(extra or {})}
+        body = {**openai_wire.chat_body(self.model_name, messages, config, stream=False, stop=stop), **(extra or {})}
         response = self._http.post_json(self.base_url, body)
-        return _openai.parse_message(response.json(), self.base_url)
+        return openai_wire.parse_message(response.json(), self.base_url)
 
     def _deltas(
         self, messages: list[dict], config: LLMParameterConfig, stop: list[str] | None = None
     ) -> Iterator[str]:
-        body = _openai.chat_body(self.model_name, messages, config, stream=True, stop=stop)
-        return _openai.stream_deltas(self._http.stream_lines(self.base_url, body), self.base_url)
+        body = openai_wire.chat_body(self.model_name, messages, config, stream=True, stop=stop)
+        return openai_wire.stream_deltas(self._http.stream_lines(self.base_url, body), self.base_url)
 

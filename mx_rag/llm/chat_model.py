@@ -33,12 +33,12 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import ConfigDict, SecretStr
 
 from mx_rag.errors import ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
-from mx_rag.utils.checks import as_parameter_error, check_instance
+from mx_rag.utils.validated import ParameterErrorInit, instance_field
 
 __all__ = ["ChatText2Text", "to_openai_messages"]
 
@@ -91,7 +91,7 @@ def _ai_message(text: str, raw_calls: list[dict[str, Any]]) -> AIMessage:
     return AIMessage(content=text, tool_calls=calls, invalid_tool_calls=invalid)
 
 
-class ChatText2Text(BaseChatModel):
+class ChatText2Text(ParameterErrorInit, BaseChatModel):
     """A LangChain chat model that sends its messages, roles kept, through a ``Text2TextLLM``.
 
     Args:
@@ -136,21 +136,8 @@ class ChatText2Text(BaseChatModel):
             self.llm = Text2TextLLM(base_url=llm.base_url, model_name=llm.model_name, llm_config=llm.llm_config,
                                     client_param=param)
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
-
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> Any:
-        return check_instance("llm", value, Text2TextLLM)
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        return None if value is None else check_instance("llm_config", value, LLMParameterConfig)
+    _check_llm = instance_field("llm", Text2TextLLM)
+    _check_config = instance_field("llm_config", LLMParameterConfig, optional=True)
 
     @property
     def _llm_type(self) -> str:

@@ -27,10 +27,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mx_rag.embedding.local._cache import build_once, models_home
 from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_choice
 from mx_rag.utils.lazy import check_extra
+from mx_rag.utils.model_cache import build_once, models_home
 
 __all__ = ["CONVERTER_VERSION", "DTYPES", "ensure_local_llm_hf", "gguf_to_transformers"]
 

@@ -11,8 +11,8 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from pydantic import Field
 
 from mx_rag.llm._chat import ChatModel
-from mx_rag.llm._openai import build_messages
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.openai_wire import build_messages
 from mx_rag.utils.checks import check_optional_str, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH
 

@@ -20,8 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseLanguageModel
 
-from mx_rag.llm._chat import check_sys_messages
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.openai_wire import check_sys_messages
 from mx_rag.utils.checks import check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_ROLE_LEN
 

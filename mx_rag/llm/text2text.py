@@ -9,9 +9,9 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.outputs import GenerationChunk
 
-from mx_rag.llm._chat import ChatModel, check_sys_messages
-from mx_rag.llm._openai import build_messages
+from mx_rag.llm._chat import ChatModel
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.openai_wire import build_messages, check_sys_messages
 from mx_rag.llm.protocol import cumulative
 from mx_rag.utils.checks import check_str
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN

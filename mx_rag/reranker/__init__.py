@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mx_rag.reranker.reranker import Reranker
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.reranker.reranker_factory import RerankerFactory
 
 __all__ = ["Reranker", "RerankerFactory"]
 
-__getattr__, __dir__ = lazy_exports(globals(), {"RerankerFactory": "mx_rag.reranker.reranker_factory"})
+__getattr__, __dir__ = lazy_package(globals())

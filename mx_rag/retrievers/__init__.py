@@ -5,22 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.retrievers.bm_retriever import BMRetriever
-    from mx_rag.retrievers.hybrid import FullTextRetriever, HybridRetriever
+    from mx_rag.retrievers.full_text import FullTextRetriever
+    from mx_rag.retrievers.hybrid import HybridRetriever
     from mx_rag.retrievers.multi_query_retriever import MultiQueryRetriever
     from mx_rag.retrievers.retriever import Retriever
 
-_LAZY = {
-    "BMRetriever": "mx_rag.retrievers.bm_retriever",
-    "Retriever": "mx_rag.retrievers.retriever",
-    "MultiQueryRetriever": "mx_rag.retrievers.multi_query_retriever",
-    "FullTextRetriever": "mx_rag.retrievers.hybrid",
-    "HybridRetriever": "mx_rag.retrievers.hybrid",
-}
-
 __all__ = ["BMRetriever", "FullTextRetriever", "HybridRetriever", "MultiQueryRetriever", "Retriever"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

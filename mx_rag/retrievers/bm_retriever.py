@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from mx_rag.errors import RemoteResponseError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.protocol import ChatLLM, chat_llm
 from mx_rag.retrievers.bm25 import BM25Index
+from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.storage.document_store.text_tokens import tokenize
 from mx_rag.utils.checks import check_str, fail
-from mx_rag.utils.common import MAX_PROMPT_LENGTH, MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.common import TEXT_MAX_LEN
 
 __all__ = ["DEFAULT_KEYWORD_PROMPT", "BMRetriever", "split_keywords"]
 
@@ -51,7 +51,7 @@ def split_keywords(text: str) -> list[str]:
     return [part.strip(" {}[]\"'") for part in _SEPARATORS.split(text) if part.strip(" {}[]\"'")]
 
 
-class BMRetriever(BaseRetriever):
+class BMRetriever(CallSettingsRetriever):
     """Keyword search over a list of documents: the LLM extracts keywords, BM25 ranks by them.
 
     Args (keyword only):
@@ -66,7 +66,7 @@ class BMRetriever(BaseRetriever):
     Each keyword is tokenised as the documents are (jieba for Chinese, lower-cased words
     elsewhere), so "Docker build" matches documents holding "docker" or "build". Documents come
     back best first with their BM25 score in ``metadata["score"]``; documents sharing no keyword
-    are left out.
+    are left out. ``invoke`` takes ``k`` for one call (``retriever.invoke(question, k=3)``).
 
     Example:
         >>> retriever = BMRetriever(docs=docs, llm=llm, k=10)                 # doctest: +SKIP
@@ -77,19 +77,14 @@ class BMRetriever(BaseRetriever):
         RemoteResponseError: the LLM answered no keyword.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     docs: list[Document]
     llm: ChatLLM
-    k: int = Field(default=1, ge=1, le=MAX_TOP_K)
+    k: int = 1
     llm_config: LLMParameterConfig = Field(default_factory=lambda: LLMParameterConfig(temperature=0.5, top_p=0.95))
     prompt: PromptTemplate = DEFAULT_KEYWORD_PROMPT
     preprocess_func: Callable[[str], list[str]] | None = None
 
     _index: BM25Index = PrivateAttr()
-
-    def __init__(self, **kwargs: Any) -> None:  # keyword-only, as the original
-        super().__init__(**kwargs)
 
     @field_validator("docs", mode="before")
     @classmethod
@@ -101,26 +96,6 @@ class BMRetriever(BaseRetriever):
                 raise fail(f"docs[{i}]", doc, "a langchain_core Document")
         return value
 
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> Any:
-        return chat_llm("llm", value, stream=False)
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        if not isinstance(value, LLMParameterConfig):
-            raise fail("llm_config", value, "an LLMParameterConfig")
-        return value
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
-            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
-        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
-        return value
-
     @field_validator("preprocess_func", mode="before")
     @classmethod
     def _check_preprocess(cls, value: Any) -> Any:
@@ -130,6 +105,11 @@ class BMRetriever(BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         self._index = BM25Index([doc.page_content for doc in self.docs])
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _check_llm(cls, value: Any) -> Any:
+        return chat_llm("llm", value, stream=False)
 
     def keywords(self, query: str) -> list[str]:
         """The keywords the LLM gives for ``query`` (after ``preprocess_func``)."""
@@ -143,14 +123,19 @@ class BMRetriever(BaseRetriever):
             raise RemoteResponseError(f"the LLM gave no keywords for the query (answer: {answer[:200]!r})")
         return words
 
+    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
+        """The field ``k``, overridden by the call's ``k``."""
+        return resolve_call_settings(type(self).__name__, kwargs, CallSettings(k=self.k), ("k",))
+
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
+        k = self._call_settings(kwargs).k
         words = self.keywords(query)
         if not self.docs:
             return []
         tokens = [token for word in words for token in tokenize(word)]
         scores = self._index.scores(tokens)
-        order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: -scores[i])[: self.k]
+        order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: -scores[i])[:k]
         return [Document(page_content=self.docs[i].page_content, id=self.docs[i].id,
                          metadata={**self.docs[i].metadata, "score": scores[i]}) for i in order]

@@ -26,14 +26,18 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, field_validator
 
 from mx_rag.errors import ParameterError
+from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.storage.document_store.base_storage import document_ids_filter
 from mx_rag.storage.validation import check_k
-from mx_rag.utils.checks import check_number
-from mx_rag.utils.common import MAX_TOP_K
+from mx_rag.utils.checks import check_number, check_str, fail
+from mx_rag.utils.common import MAX_PROMPT_LENGTH, MAX_TOP_K
+from mx_rag.utils.validated import ParameterErrorInit
 
 __all__ = [
     "ALL_SETTINGS",
@@ -135,13 +139,57 @@ def resolve_call_settings(
     return dataclasses.replace(defaults, **changes) if changes else defaults
 
 
-class CallSettingsRetriever(BaseRetriever):
+class CallSettingsRetriever(ParameterErrorInit, BaseRetriever):
     """Base of mx_rag retrievers: ``invoke`` and ``ainvoke`` take per-call settings.
 
     Subclasses implement ``_call_settings(kwargs) -> CallSettings`` and
     ``_get_relevant_documents(query, *, run_manager=None, **kwargs)``, which resolves its
     settings through ``self._call_settings(kwargs)``.
+
+    The constructor is keyword-only; an invalid argument raises ``ParameterError``; unknown
+    fields are refused. The fields several retrievers share are checked here, where a subclass
+    declares them: ``k``, ``score_threshold`` and ``filter_dict`` like the per-call settings;
+    ``llm_config`` (an ``LLMParameterConfig``) and ``prompt`` (None or a ``PromptTemplate`` whose
+    only input variable is ``question``).
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    @field_validator("k", mode="before", check_fields=False)
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return check_k(value)
+
+    @field_validator("score_threshold", mode="before", check_fields=False)
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        return check_score_threshold(value)
+
+    @field_validator("filter_dict", mode="before", check_fields=False)
+    @classmethod
+    def _check_filter(cls, value: Any) -> dict[str, Any]:
+        return check_filter_dict(value)
+
+    @field_validator("llm_config", mode="before", check_fields=False)
+    @classmethod
+    def _check_llm_config(cls, value: Any) -> Any:
+        if not isinstance(value, LLMParameterConfig):
+            raise fail("llm_config", value, "an LLMParameterConfig")
+        return value
+
+    @field_validator("prompt", mode="before", check_fields=False)
+    @classmethod
+    def _check_prompt(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
+            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
+        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
+        return value
+
+    def set_filter(self, filter_dict: dict[str, Any]) -> None:
+        """Restrict later searches to ``{"document_id": [ids]}`` (retrievers with a ``filter_dict``)."""
+        self.filter_dict = check_filter_dict(filter_dict)
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
         raise NotImplementedError

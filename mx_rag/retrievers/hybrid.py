@@ -1,83 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Keyword retrieval on the document store's full-text index, and dense + keyword fusion."""
+"""Dense + keyword fusion: ``HybridRetriever`` (``FullTextRetriever`` lives in ``full_text``)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import field_validator
 
-from mx_rag.retrievers.call_settings import (
-    CallSettings,
-    CallSettingsRetriever,
-    check_filter_dict,
-    check_k,
-    resolve_call_settings,
-)
+from mx_rag.retrievers.full_text import FullTextRetriever, full_text_documents
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
-from mx_rag.storage.document_store.base_storage import Docstore
-from mx_rag.utils.checks import as_parameter_error, check_int, check_number, check_str
+from mx_rag.utils.checks import check_int, check_number, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
 __all__ = ["FullTextRetriever", "HybridRetriever"]
-
-
-class FullTextRetriever(CallSettingsRetriever):
-    """BM25-style keyword search over a ``Docstore`` (SQLite FTS5 or PostgreSQL full text;
-    Chinese segmented with jieba).
-
-    ``invoke`` takes ``k`` and ``filter_dict`` for one call (checked like the fields).
-
-    Example:
-        >>> FullTextRetriever(document_store=ds, k=5).invoke("apt-get 安装")  # doctest: +SKIP
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
-    document_store: Docstore
-    k: int = 1
-    filter_dict: dict[str, Any] = Field(default_factory=dict)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value)
-
-    @field_validator("filter_dict", mode="before")
-    @classmethod
-    def _check_filter(cls, value: Any) -> dict[str, Any]:
-        return check_filter_dict(value)
-
-    def set_filter(self, filter_dict: dict[str, Any]) -> None:
-        self.filter_dict = check_filter_dict(filter_dict)
-
-    def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
-        """The fields ``k`` and ``filter_dict``, overridden by the call's keywords."""
-        defaults = CallSettings(k=self.k, filter_dict=self.filter_dict)
-        return resolve_call_settings(type(self).__name__, kwargs, defaults, ("k", "filter_dict"))
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
-    ) -> list[Document]:
-        check_str("query", query, 1, TEXT_MAX_LEN)
-        return full_text_documents(self.document_store, query, self._call_settings(kwargs))
-
-
-def full_text_documents(document_store: Docstore, query: str, settings: CallSettings) -> list[Document]:
-    """The keyword search of ``query`` with ``settings`` (``score_threshold`` does not apply)."""
-    hits = document_store.full_text_search(query, top_k=settings.k, filter_dict=settings.search_filter)
-    return [hit.to_langchain(retrieval_type="sparse") for hit in hits]
 
 
 # The defaults were measured (bench/retrieval_defaults.py, docs/benchmarks.md "Retrieval defaults"):

@@ -15,13 +15,14 @@ from langchain_core.prompts import PromptTemplate
 from pydantic import Field, field_validator
 
 from mx_rag.errors import RemoteError
-from mx_rag.llm._openai import TRUNCATION_MARK
 from mx_rag.llm.llm_parameter import LLMParameterConfig
+from mx_rag.llm.openai_wire import TRUNCATION_MARK
 from mx_rag.llm.protocol import ChatLLM, chat_llm
 from mx_rag.retrievers.fusion import reciprocal_rank_fusion, unique
 from mx_rag.retrievers.retriever import Retriever
-from mx_rag.utils.checks import check_str, fail
-from mx_rag.utils.common import MAX_PROMPT_LENGTH, TEXT_MAX_LEN
+from mx_rag.utils.checks import check_str
+from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.text import has_han
 
 __all__ = ["DEFAULT_QUERY_PROMPT_CH", "DEFAULT_QUERY_PROMPT_EN", "DefaultOutputParser", "MultiQueryRetriever"]
 
@@ -110,30 +111,13 @@ class MultiQueryRetriever(Retriever):
     def _check_llm(cls, value: Any) -> Any:
         return chat_llm("llm", value, stream=False)
 
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _check_prompt(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, PromptTemplate) or set(value.input_variables) != {"question"}:
-            raise fail("prompt", value, "a PromptTemplate whose input_variables are exactly ['question']")
-        check_str("prompt.template", value.template, 1, MAX_PROMPT_LENGTH)
-        return value
-
-    @field_validator("llm_config", mode="before")
-    @classmethod
-    def _check_config(cls, value: Any) -> Any:
-        if not isinstance(value, LLMParameterConfig):
-            raise fail("llm_config", value, "an LLMParameterConfig")
-        return value
-
     def generate_queries(self, query: str) -> list[str]:
         """The original question followed by the distinct, usable rewrites.
 
         Rewrites copied from the prompt's own example (small models do that) and lines cut off
         at ``max_tokens`` are dropped.
         """
-        prompt = self.prompt or (DEFAULT_QUERY_PROMPT_CH if _has_cjk(query) else DEFAULT_QUERY_PROMPT_EN)
+        prompt = self.prompt or (DEFAULT_QUERY_PROMPT_CH if has_han(query) else DEFAULT_QUERY_PROMPT_EN)
         try:
             answer = self.llm.chat(prompt.format(question=query), role="user", llm_config=self.llm_config)
             rewrites = [q.strip() for q in self.parser.parse(answer) if isinstance(q, str) and q.strip()]
@@ -155,7 +139,3 @@ class MultiQueryRetriever(Retriever):
             return reciprocal_rank_fusion([rankings[0], *rankings])
         merged = unique([doc for docs in rankings for doc in docs])
         return sorted(merged, key=lambda doc: len(doc.page_content), reverse=True)
-
-
-def _has_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)

@@ -10,22 +10,17 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from mx_rag.retrievers.call_settings import (
-    CallSettings,
-    CallSettingsRetriever,
-    check_filter_dict,
-    check_k,
-    check_score_threshold,
-    resolve_call_settings,
-)
+from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
+from mx_rag.retrievers.full_text import full_text_documents
 from mx_rag.retrievers.fusion import document_key
 from mx_rag.retrievers.subject_links import MAX_SUBJECT_LINKS, SUBJECT_HITS, subject_documents
 from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
-from mx_rag.utils.checks import as_parameter_error, check_int, check_str, fail
+from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.validated import callable_field
 
 __all__ = ["Retriever", "query_embedder", "query_vector"]
 
@@ -65,8 +60,6 @@ class Retriever(CallSettingsRetriever):
         >>> r.invoke("What is in the manual?", k=10, filter_dict={"document_id": [7]})  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
     vector_store: VectorStore
     document_store: Docstore
     embed_func: Callable[[list[str]], Any]
@@ -75,42 +68,12 @@ class Retriever(CallSettingsRetriever):
     filter_dict: dict[str, Any] = Field(default_factory=dict)
     subject_links: int = 0
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise as_parameter_error(exc) from exc
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value)
-
-    @field_validator("score_threshold", mode="before")
-    @classmethod
-    def _check_threshold(cls, value: Any) -> float | None:
-        return check_score_threshold(value)
-
-    @field_validator("filter_dict", mode="before")
-    @classmethod
-    def _check_filter(cls, value: Any) -> dict[str, Any]:
-        return check_filter_dict(value)
-
     @field_validator("subject_links", mode="before")
     @classmethod
     def _check_subject_links(cls, value: Any) -> int:
         return check_int("subject_links", value, 0, MAX_SUBJECT_LINKS)
 
-    @field_validator("embed_func", mode="before")
-    @classmethod
-    def _check_embed(cls, value: Any) -> Any:
-        if not callable(value):
-            raise fail("embed_func", value, "a callable taking a list of texts")
-        return value
-
-    def set_filter(self, filter_dict: dict[str, Any]) -> None:
-        """Restrict later searches to ``{"document_id": [ids]}``."""
-        self.filter_dict = check_filter_dict(filter_dict)
+    _check_embed = callable_field("embed_func", "a callable taking a list of texts")
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
         """The settings of one call: the fields, overridden by the call's keywords.
@@ -131,8 +94,6 @@ class Retriever(CallSettingsRetriever):
         """``docs`` with the subject links of their first ``subject_links`` (none when 0)."""
         if not self.subject_links or not docs:
             return docs
-        from mx_rag.retrievers.hybrid import full_text_documents  # hybrid imports this module
-
         hits = dataclasses.replace(settings, k=SUBJECT_HITS)
         return subject_documents(docs, self.subject_links, document_key,
                                  lambda name: full_text_documents(self.document_store, name, hits))  # fmt: skip

@@ -20,7 +20,7 @@ from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.server.errors import ApiError
 from mx_rag.server.keys import Principal
 from mx_rag.server.service import KnowledgeService, check_kb_name
-from mx_rag.storage.document_store.text_tokens import has_han
+from mx_rag.utils.text import has_han
 
 __all__ = ["SERVED_CHAINS", "Answerer", "Question", "answer_prompt", "parse_model", "source_entries"]
 

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
-from mx_rag.embedding._inputs import MAX_TEXT_LEN
+from mx_rag.embedding.inputs import MAX_TEXT_LEN
 from mx_rag.errors import MxRagError
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.server.errors import ApiError

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.summary.summary import Summary
 
 __all__ = ["Summary"]
 
-__getattr__, __dir__ = lazy_exports(globals(), {"Summary": "mx_rag.summary.summary"})
+__getattr__, __dir__ = lazy_package(globals())

@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from mx_rag.utils.atomic import write_atomic
+
 __all__ = [
     "CHECKPOINT_SUFFIX",
     "Checkpoint",
@@ -31,15 +33,7 @@ CHECKPOINT_SUFFIX = ".partial.jsonl"
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (a temporary file, fsynced, then renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), mode=0o644)  # reports: readable
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -79,16 +73,7 @@ class Checkpoint:
 
     def __init__(self, path: Path, header: dict[str, Any], kept: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *kept])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:  # a clean start: no half-written last line to append to, no stale failed records
-            with tmp.open("w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        atomic_write_text(path, text)  # a clean start: no half-written last line, no stale failed records
         self.path = path
         self._lock = threading.Lock()
         self._file: TextIO = path.open("a", encoding="utf-8")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import fail
 
-__all__ = ["Creatable", "create_from"]
+__all__ = ["Creatable", "Factory", "create_from"]
 
 C = TypeVar("C", bound="Creatable")
 
@@ -59,3 +59,20 @@ def create_from(registry: Mapping[str, str], kind_name: str, kwargs: dict[str, A
     module_name, _, class_name = registry[kind].partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls.create(**rest)
+
+
+class Factory:
+    """Base of the SDK's factories (``EmbeddingFactory``, ``RerankerFactory``): one keyword (the
+    subclass's ``KIND``, such as ``embedding_type``) names the class, the other keywords go to its
+    ``create`` (its constructor). The classes are imported on first use, so a factory module
+    imports no torch.
+
+    Raises (from the subclass's ``create_*``):
+        ParameterError: the type keyword is missing or unknown, or the class refuses an argument.
+    """
+
+    KIND: ClassVar[str]
+
+    @classmethod
+    def _create(cls, registry: Mapping[str, str], kwargs: dict[str, Any]) -> Any:
+        return create_from(registry, cls.KIND, kwargs)

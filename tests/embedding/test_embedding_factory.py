@@ -8,7 +8,7 @@ from embedding_helpers import fake_vector
 
 from mx_rag.embedding import EmbeddingFactory
 from mx_rag.embedding.local import ImageEmbedding, TextEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 from mx_rag.embedding.service import TEIEmbedding
 from mx_rag.errors import ParameterError
 from mx_rag.testing import Reply, ScriptedServer

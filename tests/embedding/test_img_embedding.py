@@ -15,7 +15,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from mx_rag.embedding.local import ImageEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 from mx_rag.errors import ParameterError
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.embedding.local._cache import MARKER_FILE
 from mx_rag.embedding.local.int8 import INT8_FILE, int8_available, int8_dir
 from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL, INT8_DEFAULT_MODELS, INT8_SUFFIX
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.knowledge.local import LocalKnowledge
 from mx_rag.knowledge.store import DEFAULT_EMBEDDING, choose_embedding, recorded_int8
+from mx_rag.utils.model_cache import MARKER_FILE
 
 pytestmark = pytest.mark.skipif(not int8_available(), reason='the int8 extra: pip install "mxrag[int8]"')
 

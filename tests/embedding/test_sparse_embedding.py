@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from mx_rag.embedding.local import SparseEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 from mx_rag.errors import ParameterError
 
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir, read_model_info
 from mx_rag.embedding.local._pooling import pool
+from mx_rag.embedding.local.model_info import minilm_dir, read_model_info
 from mx_rag.errors import ParameterError
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mx_rag.embedding.local import TextEmbedding
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 
 FAMILIES = ("bert", "roberta", "xlm_roberta", "clip")
 

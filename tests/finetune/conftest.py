@@ -77,7 +77,7 @@ def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     out = tmp_path_factory.mktemp("cross-encoder")
     torch.manual_seed(0)
@@ -97,7 +97,7 @@ def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     out = tmp_path_factory.mktemp("tiny-encoder")
     torch.manual_seed(0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mx_rag.embedding.local._model_info import minilm_dir
+from mx_rag.embedding.local.model_info import minilm_dir
 from mx_rag.errors import KnowledgeError
 from mx_rag.knowledge.local import LocalKnowledge
 

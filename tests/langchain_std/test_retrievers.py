@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
@@ -25,7 +26,7 @@ from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, Relatio
 from mx_rag.graphrag.retriever import GraphRetriever
 from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.llm import Text2TextLLM
-from mx_rag.retrievers import FullTextRetriever, HybridRetriever, MultiQueryRetriever, Retriever
+from mx_rag.retrievers import BMRetriever, FullTextRetriever, HybridRetriever, MultiQueryRetriever, Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 from mx_rag.testing import HashEmbedding, ScriptedServer
@@ -134,6 +135,17 @@ class TestFullTextRetriever(TestRetriever):
     @property
     def retriever_query_example(self) -> str:
         return "Debian"  # in every chunk: keyword search finds as many as asked for
+
+
+class TestBMRetriever(TestRetriever):
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return BMRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        # the scripted server echoes the prompt, whose keywords include the question's words
+        return {"docs": [Document(page_content=text) for text, _ in TEXTS], "llm": stores()["llm"], "k": 4}
 
 
 class TestKnowledgeRetriever(TestRetriever):

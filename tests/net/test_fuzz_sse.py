@@ -1,5 +1,5 @@
 """Hypothesis fuzzing of the SSE reader: ``split_lines`` (bytes to lines, mx_rag/utils/http.py)
-then ``stream_deltas`` (lines to text deltas, mx_rag/llm/_openai.py), the path every streamed
+then ``stream_deltas`` (lines to text deltas, mx_rag/llm/openai_wire.py), the path every streamed
 answer takes.
 
 The contract: whatever the bytes, the reader yields non-empty ``str`` deltas and then either
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from mx_rag.errors import RemoteResponseError
 from mx_rag.llm import Text2TextLLM
-from mx_rag.llm._openai import TRUNCATION_MARK, stream_deltas
+from mx_rag.llm.openai_wire import TRUNCATION_MARK, stream_deltas
 from mx_rag.testing import Reply, ScriptedServer
 from mx_rag.utils import ClientParam
 from mx_rag.utils.http import parse_retry_after, split_lines

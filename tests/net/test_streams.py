@@ -2,7 +2,7 @@
 
 ``chat_streamly`` yields the answer so far; LangChain's ``stream()`` yields deltas. For both,
 what arrived before a break is delivered and then ``RemoteResponseError`` is raised, so a
-partial answer never passes for a complete one (``_openai.stream_deltas`` docstring).
+partial answer never passes for a complete one (``openai_wire.stream_deltas`` docstring).
 Cuts by the network are in test_resets.py; here the bytes themselves are wrong.
 """
 

@@ -26,7 +26,7 @@ def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     out = tmp_path_factory.mktemp("cross-encoder")
     torch.manual_seed(0)

@@ -13,21 +13,23 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from mx_rag.document import LoaderMng
 from mx_rag.errors import ParameterError
 from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, Relation
 from mx_rag.llm import Text2TextLLM
-from mx_rag.retrievers import FullTextRetriever, HybridRetriever, MultiQueryRetriever, Retriever
+from mx_rag.retrievers import BMRetriever, FullTextRetriever, HybridRetriever, MultiQueryRetriever, Retriever
 from mx_rag.retrievers.call_settings import CallSettings
 from mx_rag.testing import HashEmbedding, Reply, ScriptedServer
 from mx_rag.utils import ClientParam
 
-KINDS = ["dense", "hybrid", "full_text", "multi_query", "graph"]
+KINDS = ["dense", "hybrid", "full_text", "multi_query", "bm", "graph"]
 WITH_THRESHOLD = ["dense", "hybrid", "multi_query"]
 WITH_FILTER = ["dense", "hybrid", "full_text", "multi_query"]
 QUESTION = "Are Christopher Nolan and Sathish Kalathil both film directors?"
+KEYWORDS = "Christopher Nolan, Sathish Kalathil, film, director"
 REWRITES = "1. Which films did Christopher Nolan direct?\n2. Who is the Malayalam director Sathish Kalathil?"
 
 
@@ -90,6 +92,10 @@ def make(corpus, emb, server: ScriptedServer, graph: GraphRAGPipeline) -> Make: 
             return FullTextRetriever(document_store=docstore, **fields)
         if kind == "multi_query":
             return MultiQueryRetriever(llm=llm, **dense, **fields)
+        if kind == "bm":
+            texts = [text for doc_id in range(1, len(corpus[0]) + 1) for text in sorted(texts_of(corpus, doc_id))]
+            docs = [Document(page_content=text) for text in texts]
+            return BMRetriever(docs=docs, llm=llm, **fields)
         if "k" in fields:
             fields["reranker_top_k"] = fields.pop("k")
         return graph.as_retriever(**fields)
@@ -97,10 +103,17 @@ def make(corpus, emb, server: ScriptedServer, graph: GraphRAGPipeline) -> Make: 
     return build
 
 
-def ask(server: ScriptedServer, retriever: BaseRetriever, query: str = QUESTION, **kwargs: Any) -> list[str]:
-    """``retriever.invoke(query, **kwargs)``'s texts; the scripted LLM rewrites for MultiQueryRetriever."""
+def scripted(server: ScriptedServer, retriever: BaseRetriever) -> None:
+    """Queue the LLM's answer of one call: rewrites for MultiQueryRetriever, keywords for BMRetriever."""
     if isinstance(retriever, MultiQueryRetriever):
         server.enqueue(Reply.chat(REWRITES))
+    elif isinstance(retriever, BMRetriever):
+        server.enqueue(Reply.chat(KEYWORDS))
+
+
+def ask(server: ScriptedServer, retriever: BaseRetriever, query: str = QUESTION, **kwargs: Any) -> list[str]:
+    """``retriever.invoke(query, **kwargs)``'s texts; the scripted LLM rewrites for MultiQueryRetriever."""
+    scripted(server, retriever)
     return [doc.page_content for doc in retriever.invoke(query, **kwargs)]
 
 
@@ -125,8 +138,7 @@ def test_per_call_k_is_honoured(make: Make, server: ScriptedServer, kind: str) -
 def test_ainvoke_takes_per_call_k(make: Make, server: ScriptedServer, kind: str) -> None:
     retriever = make(kind, k=6)
     expected = ask(server, make(kind, k=3))
-    if kind == "multi_query":
-        server.enqueue(Reply.chat(REWRITES))
+    scripted(server, retriever)
     docs = asyncio.run(retriever.ainvoke(QUESTION, k=3))
     assert [doc.page_content for doc in docs] == expected
 
@@ -169,7 +181,7 @@ BAD_VALUES = [
 CHECKED = [  # FullTextRetriever has no score_threshold: see the unknown-keyword test
     pytest.param(kind, name, value, id=f"{kind}-{name}={value!r}")
     for kind in WITH_FILTER for name, value in BAD_VALUES if not (kind == "full_text" and name == "score_threshold")
-]
+] + [pytest.param("bm", name, value, id=f"bm-{name}={value!r}") for name, value in BAD_VALUES if name == "k"]
 
 
 @pytest.mark.parametrize(("kind", "name", "value"), CHECKED)

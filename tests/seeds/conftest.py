@@ -48,6 +48,6 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     return str(minilm_dir())  # the packaged all-MiniLM-L6-v2 directory (plays bge-large-zh-v1.5)

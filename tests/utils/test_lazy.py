@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mx_rag.errors import ExtraNotInstalledError
-from mx_rag.utils.lazy import check_extra, extra_import, lazy_exports
+from mx_rag.utils.lazy import check_extra, extra_import, lazy_exports, lazy_package
 
 PACKAGE = "lazy_pkg_for_tests"
 
@@ -106,6 +106,51 @@ def test_without_extra_import_errors_are_not_translated() -> None:
 def test_extra_modules_need_an_extra() -> None:
     with pytest.raises(ValueError, match="extra_modules needs extra"):
         lazy_exports({"__name__": "p"}, {}, extra_modules={"x"})
+
+
+def _write_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, init: str) -> None:
+    root = tmp_path / name
+    root.mkdir()
+    (root / "__init__.py").write_text(init)
+    (root / "parts.py").write_text("class A: pass\nclass B: pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delitem(sys.modules, f"{name}.parts", raising=False)
+
+
+def test_lazy_package_reads_its_type_checking_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    init = (
+        "from typing import TYPE_CHECKING\n"
+        "from mx_rag.utils.lazy import lazy_package\n"
+        "if TYPE_CHECKING:\n"
+        "    from lazy_pkg_tc.parts import A\n"
+        "    from .parts import B\n"
+        "__all__ = ['A', 'B']\n"
+        "__getattr__, __dir__ = lazy_package(globals())\n"
+    )
+    _write_package(tmp_path, monkeypatch, "lazy_pkg_tc", init)
+    package = importlib.import_module("lazy_pkg_tc")
+    assert "lazy_pkg_tc.parts" not in sys.modules and {"A", "B"} <= set(dir(package))
+    assert (package.A.__name__, package.B.__module__) == ("A", "lazy_pkg_tc.parts")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("    from .parts import A\n__all__ = []\n", r"__all__ lacks \['A'\]"),
+        ("    from .parts import A as Z\n__all__ = ['Z']\n", "reads only 'from module import names'"),
+    ],
+)
+def test_lazy_package_refuses_what_it_cannot_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, message: str
+) -> None:
+    init = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n" + body
+    init += "from mx_rag.utils.lazy import lazy_package\n__getattr__, __dir__ = lazy_package(globals())\n"
+    _write_package(tmp_path, monkeypatch, "lazy_pkg_bad", init)
+    with pytest.raises(ValueError, match=message):
+        importlib.import_module("lazy_pkg_bad")
+    with pytest.raises(ValueError, match="needs the source"):
+        lazy_package({"__name__": "p", "__spec__": None})
 
 
 def test_extra_import_raises_naming_module_and_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.document.loader.base_loader import BaseLoader
@@ -23,18 +23,6 @@ if TYPE_CHECKING:
     from mx_rag.document.loader.pdf_loader import PdfLoader
     from mx_rag.document.loader.ppt_loader import PowerPointLoader
     from mx_rag.document.loader.text_loader import TextLoader
-
-_LAZY = {
-    "BaseLoader": "mx_rag.document.loader.base_loader",
-    "DocxLoader": "mx_rag.document.loader.docx_loader",
-    "ExcelLoader": "mx_rag.document.loader.excel_loader",
-    "HtmlLoader": "mx_rag.document.loader.html_loader",
-    "ImageLoader": "mx_rag.document.loader.image_loader",
-    "MarkdownLoader": "mx_rag.document.loader.md_loader",
-    "PdfLoader": "mx_rag.document.loader.pdf_loader",
-    "PowerPointLoader": "mx_rag.document.loader.ppt_loader",
-    "TextLoader": "mx_rag.document.loader.text_loader",
-}
 
 # the import names of the parsing libraries that the ``loaders`` extra installs
 _EXTRA_MODULES = {"pypdf", "docx", "pptx", "openpyxl", "PIL", "bs4", "charset_normalizer"}
@@ -51,4 +39,4 @@ __all__ = [
     "TextLoader",
 ]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY, extra="loaders", extra_modules=_EXTRA_MODULES)
+__getattr__, __dir__ = lazy_package(globals(), extra="loaders", extra_modules=_EXTRA_MODULES)

@@ -30,11 +30,9 @@ from langchain_core.documents import Document
 from lxml import etree
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image, check_vlm
-from mx_rag.document.loader._ocr import image_text
-from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, check_zip, clean_text
+from mx_rag.document.loader.base_loader import check_zip, clean_text
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
-from mx_rag.utils.common import Lang
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
@@ -56,7 +54,7 @@ _IMAGE_REFS = etree.XPath(  # pictures (DrawingML) and legacy VML images, in doc
 )
 
 
-class DocxLoader(BaseLoader):
+class DocxLoader(PictureLoader):
     """Load a ``.docx`` file as one text Document (``metadata``: source, type "text").
 
     With ``vlm``, the pictures of the body are captioned in document order (each picture once)
@@ -80,10 +78,8 @@ class DocxLoader(BaseLoader):
     SUFFIXES = (".docx",)
 
     def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None, *,
-                 enable_ocr: bool = False) -> None:
-        super().__init__(file_path)
-        self.vlm = check_vlm(vlm)
-        self.enable_ocr = check_ocr(enable_ocr, Lang.CH)
+                 enable_ocr: bool = False) -> None:  # the reference's signature: no lang
+        super().__init__(file_path, vlm, enable_ocr=enable_ocr)
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -123,14 +119,9 @@ class DocxLoader(BaseLoader):
                 if part is None or str(part.partname) in seen:
                     continue
                 seen.add(str(part.partname))
-                if self.vlm is not None:
-                    doc = caption_image(part.blob, self.vlm, source=self.file_path)
-                    if doc is not None:
-                        yield doc
-                    continue
-                read = image_text(part.blob, source=f"a picture in {self.file_path!r}")
-                if read is not None:
-                    yield self._text_document(read[0], ocr=True, image=True)
+                doc = self._picture_document(part.blob, f"a picture in {self.file_path!r}")
+                if doc is not None:
+                    yield doc
 
 
 def _body_blocks(container: Any) -> Iterator[Any]:

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 from langchain_core.documents import Document
 from PIL import Image
 
-from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, caption_image, check_vlm, image_info
+from mx_rag.document.loader._images import IMAGE_MIME, MAX_IMAGE_PIXELS, caption_image, image_info
 from mx_rag.document.loader._ocr import image_text
-from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, describe
+from mx_rag.document.loader.base_loader import describe
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
-from mx_rag.utils.common import MB, Lang
+from mx_rag.utils.common import MB
 
 if TYPE_CHECKING:
     from mx_rag.llm.img2text import Img2TextLLM
@@ -35,7 +36,7 @@ __all__ = ["ImageLoader"]
 MAX_IMAGE_SIZE = 16 * MB
 
 
-class ImageLoader(BaseLoader):
+class ImageLoader(PictureLoader):
     """Load a ``.jpg``/``.jpeg``/``.png`` image as one Document.
 
     Without ``vlm``: ``page_content`` is the base64 of the raw file (for image embedding);
@@ -64,10 +65,8 @@ class ImageLoader(BaseLoader):
     MAX_SIZE = MAX_IMAGE_SIZE
 
     def __init__(self, file_path: str | os.PathLike[str], vlm: Img2TextLLM | None = None, *,
-                 enable_ocr: bool = False) -> None:
-        super().__init__(file_path)
-        self.vlm = check_vlm(vlm)
-        self.enable_ocr = check_ocr(enable_ocr, Lang.CH)
+                 enable_ocr: bool = False) -> None:  # the reference's signature: no lang
+        super().__init__(file_path, vlm, enable_ocr=enable_ocr)
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import re
 from collections.abc import Iterator
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pypdf
 from langchain_core.documents import Document
@@ -24,15 +23,11 @@ from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image, check_vlm
 from mx_rag.document.loader._layout import drop_running_lines, page_text
-from mx_rag.document.loader._ocr import INSTALL_HINT, image_text, ocr_available, recognize, render_pdf
-from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, clean_text, describe
+from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
+from mx_rag.document.loader.base_loader import clean_text, describe
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
-from mx_rag.utils.common import Lang
-
-if TYPE_CHECKING:
-    from mx_rag.llm.img2text import Img2TextLLM
 
 __all__ = ["PdfLoader"]
 
@@ -82,7 +77,7 @@ def _page_count(reader: PdfReader, source: str) -> int:
                             f"more than {limit} entries)") from exc
 
 
-class PdfLoader(BaseLoader):
+class PdfLoader(PictureLoader):
     """Load a PDF: one text Document per page (``metadata``: source, page, type "text").
 
     A page with (almost) no text layer, a scan, is read by OCR when the ``ocr`` extra is installed,
@@ -112,18 +107,6 @@ class PdfLoader(BaseLoader):
     """
 
     SUFFIXES = (".pdf",)
-
-    def __init__(
-        self,
-        file_path: str | os.PathLike[str],
-        vlm: Img2TextLLM | None = None,
-        lang: Lang = Lang.CH,
-        enable_ocr: bool = False,
-    ) -> None:
-        super().__init__(file_path)
-        self.enable_ocr = check_ocr(enable_ocr, lang)
-        self.vlm = check_vlm(vlm)
-        self.lang = lang
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -195,14 +178,9 @@ class PdfLoader(BaseLoader):
             data = self._image_bytes(page, key, number)
             if data is None:
                 continue
-            if self.vlm is not None:
-                doc = caption_image(data, self.vlm, source=self.file_path, page=number)
-                if doc is not None:
-                    yield doc
-                continue
-            read = image_text(data, source=f"an image on page {number} of {self.file_path!r}")
-            if read is not None:
-                yield self._text_document(read[0], page=number, ocr=True, image=True)
+            doc = self._picture_document(data, f"an image on page {number} of {self.file_path!r}", number)
+            if doc is not None:
+                yield doc
 
     def _image_bytes(self, page: PageObject, key: Any, number: int) -> bytes | None:
         try:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.documents import Document
 from pptx import Presentation
@@ -20,22 +19,17 @@ from pptx.shapes.base import BaseShape
 from pptx.shapes.group import GroupShape
 
 from mx_rag.document.loader import base_loader
-from mx_rag.document.loader._images import caption_image, check_vlm
 from mx_rag.document.loader._layout import markdown_table
-from mx_rag.document.loader._ocr import image_text
-from mx_rag.document.loader.base_loader import BaseLoader, check_ocr, check_zip, clean_text
+from mx_rag.document.loader.base_loader import check_zip, clean_text
+from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError
-from mx_rag.utils.common import Lang
-
-if TYPE_CHECKING:
-    from mx_rag.llm.img2text import Img2TextLLM
 
 __all__ = ["PowerPointLoader"]
 
 MAX_SHAPES = 100_000  # shapes of the whole deck, group members included
 
 
-class PowerPointLoader(BaseLoader):
+class PowerPointLoader(PictureLoader):
     """Load a ``.pptx`` file: one text Document per slide (``metadata``: source, page, type "text").
 
     ``page`` is the 1-based slide number. With ``vlm``, each picture of at least 256 pixels on
@@ -58,18 +52,6 @@ class PowerPointLoader(BaseLoader):
     """
 
     SUFFIXES = (".pptx",)
-
-    def __init__(
-        self,
-        file_path: str | os.PathLike[str],
-        vlm: Img2TextLLM | None = None,
-        lang: Lang = Lang.CH,
-        enable_ocr: bool = False,
-    ) -> None:
-        super().__init__(file_path)
-        self.enable_ocr = check_ocr(enable_ocr, lang)
-        self.vlm = check_vlm(vlm)
-        self.lang = lang
 
     def _load(self) -> Iterator[Document]:
         data = self._read_bytes()
@@ -97,14 +79,9 @@ class PowerPointLoader(BaseLoader):
             blob = _picture_blob(shape)
             if blob is None:
                 continue
-            if self.vlm is not None:
-                doc = caption_image(blob, self.vlm, source=self.file_path, page=number)
-                if doc is not None:
-                    yield doc
-                continue
-            read = image_text(blob, source=f"a picture on slide {number} of {self.file_path!r}")
-            if read is not None:
-                yield self._text_document(read[0], page=number, ocr=True, image=True)
+            doc = self._picture_document(blob, f"a picture on slide {number} of {self.file_path!r}", number)
+            if doc is not None:
+                yield doc
 
 
 def _flatten(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:

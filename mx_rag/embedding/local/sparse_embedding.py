@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import check_batch_size, check_text, check_texts
+from mx_rag.embedding.inputs import check_batch_size, check_text, check_texts
 from mx_rag.errors import ParameterError
 from mx_rag.utils.checks import check_bool, check_int
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.factory import Creatable
 from mx_rag.utils.file_check import check_dir
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.lazy_value import LazyValue
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,7 @@ class SparseEmbedding(Embeddings, Creatable):
         self._dev_id = check_int("dev_id", dev_id, 0, MAX_DEVICE_ID)
         self._use_fp16 = check_bool("use_fp16", use_fp16)
         self._head_file = self._find_head(self._path)
-        self._lock = threading.Lock()
-        self._loaded: _Loaded | None = None
+        self._model: Callable[[], _Loaded] = LazyValue(self._load).get
 
     @staticmethod
     def _find_head(path: Path) -> Path:
@@ -103,18 +103,12 @@ class SparseEmbedding(Embeddings, Creatable):
 
     # -- model -------------------------------------------------------------------------------
 
-    def _model(self) -> _Loaded:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._load()
-            return self._loaded
-
     def _load(self) -> _Loaded:
         with extra_import("embed", "torch", "transformers"):
             import torch
             import transformers
         from mx_rag.embedding.device import select_device, use_half
-        from mx_rag.embedding.local._model_info import read_model_info, resolve_max_length
+        from mx_rag.embedding.local.model_info import read_model_info, resolve_max_length
 
         info = read_model_info(self._path)
         device = select_device(self._dev_id)

@@ -13,10 +13,11 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import check_batch_size, check_text, check_texts
-from mx_rag.embedding.local._model_info import (
+from mx_rag.embedding.inputs import check_batch_size, check_text, check_texts
+from mx_rag.embedding.local.model_info import (
     MINILM_NAME,
     ModelInfo,
+    embedding_id,
     minilm_dir,
     read_model_info,
     resolve_max_length,
@@ -218,8 +219,6 @@ class TextEmbedding(Embeddings, Creatable):
     def embedding_id(self) -> str:
         """What a knowledge base records for these vectors (``KnowledgeStore.check_embedding``): the
         model's name or folder name in lower case, plus ``@int8`` for int8 vectors."""
-        from mx_rag.knowledge.store import embedding_id
-
         return embedding_id(self._model_name) + (INT8_SUFFIX if self.int8 else "")
 
     # -- resolution and loading ------------------------------------------------------------

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.embedding.service.clip_embedding import CLIPEmbedding
     from mx_rag.embedding.service.tei_embedding import TEIEmbedding
 
-_LAZY = {
-    "CLIPEmbedding": "mx_rag.embedding.service.clip_embedding",
-    "TEIEmbedding": "mx_rag.embedding.service.tei_embedding",
-}
-
 __all__ = ["CLIPEmbedding", "TEIEmbedding"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -13,7 +13,7 @@ import re
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import check_batch_size, check_items, check_text, check_texts
+from mx_rag.embedding.inputs import check_batch_size, check_items, check_text, check_texts
 from mx_rag.errors import RemoteResponseError
 from mx_rag.utils.checks import check_instance, check_str, fail
 from mx_rag.utils.client_param import ClientParam

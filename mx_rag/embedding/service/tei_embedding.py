@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
-from mx_rag.embedding._inputs import check_batch_size, check_text, check_texts
+from mx_rag.embedding.inputs import check_batch_size, check_text, check_texts
 from mx_rag.errors import ParameterError, RemoteResponseError
 from mx_rag.utils.checks import check_choice, check_instance, check_optional_str
 from mx_rag.utils.client_param import ClientParam

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.reranker.local.mix_retrieve_reranker import MixRetrieveReranker
@@ -13,9 +13,4 @@ if TYPE_CHECKING:
 
 __all__ = ["LocalReranker", "MixRetrieveReranker"]
 
-_LAZY = {
-    "LocalReranker": "mx_rag.reranker.local.reranker",
-    "MixRetrieveReranker": "mx_rag.reranker.local.mix_retrieve_reranker",
-}
-
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import check_bool, check_int, check_str, fail
 from mx_rag.utils.common import MAX_BATCH_SIZE, MAX_PROMPT_LENGTH
 from mx_rag.utils.file_check import check_dir
+from mx_rag.utils.lazy_value import LazyValue
 
 __all__ = ["LocalReranker"]
 
@@ -40,25 +40,21 @@ class LocalReranker(Reranker):
         self.model_path = check_dir("model_path", model_path)
         self.dev_id = check_int("dev_id", dev_id, 0, 63)
         self.use_fp16 = check_bool("use_fp16", use_fp16)
-        self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any, Any] | None = None
+        self._load: Callable[[], tuple[Any, Any, Any]] = LazyValue(self._build).get
 
-    def _load(self) -> tuple[Any, Any, Any]:
-        with self._lock:
-            if self._loaded is None:
-                from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    def _build(self) -> tuple[Any, Any, Any]:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-                from mx_rag.embedding.device import select_device, use_half
+        from mx_rag.embedding.device import select_device, use_half
 
-                device = select_device(self.dev_id)
-                tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
-                model = AutoModelForSequenceClassification.from_pretrained(
-                    str(self.model_path), local_files_only=True, use_safetensors=True
-                )
-                if use_half(device, self.use_fp16):
-                    model = model.half()
-                self._loaded = (tokenizer, model.to(device).eval(), device)
-            return self._loaded
+        device = select_device(self.dev_id)
+        tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(self.model_path), local_files_only=True, use_safetensors=True
+        )
+        if use_half(device, self.use_fp16):
+            model = model.half()
+        return tokenizer, model.to(device).eval(), device
 
     def rerank(self, query: str, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         check_str("query", query, 1, MAX_PROMPT_LENGTH)

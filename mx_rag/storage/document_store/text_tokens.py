@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.text import HAN as _HAN
+from mx_rag.utils.text import has_han
 
 __all__ = ["FTS5_TOKENIZER", "fts5_match", "has_han", "index_tokens", "query_tokens", "warm_up"]
 
@@ -43,7 +45,6 @@ MAX_TOKEN_CHARS = 64            # longer "words" (base64, hashes) are not indexe
 MAX_QUERY_TOKENS = 256
 
 _WORD = re.compile(r"[^\W_]+")
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _HAN_RUN = re.compile(f"[{_HAN}]+")
 _HAN_SPLIT = re.compile(f"([{_HAN}]+)")
 
@@ -101,15 +102,6 @@ def _segmenter() -> Any:
             logger.debug("jieba dictionary loaded in %.2f s (cache in %s)", _load_seconds, segmenter.tmp_dir)
             _jieba = segmenter
     return _jieba
-
-
-def has_han(text: str) -> bool:
-    """Whether ``text`` holds a Chinese (Han) character.
-
-    >>> has_han("Debian 的软件包"), has_han("Debian packages")
-    (True, False)
-    """
-    return _HAN_RUN.search(text) is not None
 
 
 def warm_up() -> None:

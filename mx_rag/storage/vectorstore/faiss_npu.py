@@ -21,9 +21,9 @@ import numpy as np
 from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.validation import check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _sidecar
-from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_params
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, VectorStore, as_matrix
+from mx_rag.utils.atomic import remove_stale_temps, write_atomic
 from mx_rag.utils.checks import check_bool, check_choice, check_int, fail
 from mx_rag.utils.common import MAX_DEVICE_ID
 from mx_rag.utils.file_check import check_writable_parent

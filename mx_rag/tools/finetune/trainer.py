@@ -65,7 +65,7 @@ def _load(model_path: Any, dev_id: int) -> Any:
     with extra_import("finetune", "sentence_transformers", "torch"):
         from sentence_transformers import SentenceTransformer
     from mx_rag.embedding.device import select_device
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     path = minilm_dir() if model_path is None else check_dir("model_path", model_path)
     device = select_device(check_int("dev_id", dev_id, 0, MAX_DEVICE_ID))

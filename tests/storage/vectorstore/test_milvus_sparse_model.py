@@ -34,7 +34,7 @@ def sparse_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from mx_rag.embedding.local._model_info import minilm_dir
+    from mx_rag.embedding.local.model_info import minilm_dir
 
     out = tmp_path_factory.mktemp("bge-m3-tiny")
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

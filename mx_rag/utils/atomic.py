@@ -21,18 +21,18 @@ TMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 
 
-def write_atomic(path: Path, write: Callable[[str], None]) -> None:
+def write_atomic(path: Path, write: Callable[[str], object], mode: int = FILE_MODE) -> None:
     """Create or replace ``path`` with what ``write(tmp_path)`` writes to a temp file.
 
-    The temp file is created with mode 0600 next to ``path`` (so ``os.replace`` never crosses a
-    file system); it is fsynced before the rename and the directory is fsynced after it.
+    The temp file is created next to ``path`` (so ``os.replace`` never crosses a file system) with
+    ``mode`` (default 0600); it is fsynced before the rename and the directory after it.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, FILE_MODE)
-        _fsync_file(tmp)
+        os.chmod(tmp, mode)
+        _fsync(tmp, os.O_RDWR)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -41,8 +41,8 @@ def write_atomic(path: Path, write: Callable[[str], None]) -> None:
     fsync_dir(path.parent)
 
 
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDWR)
+def _fsync(path: str | Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:
@@ -51,13 +51,8 @@ def _fsync_file(path: str) -> None:
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable (POSIX only; a no-op where directories can't be opened)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if os.name == "posix":
+        _fsync(directory, os.O_RDONLY)
 
 
 def remove_stale_temps(path: Path) -> None:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The OpenAI chat-completions wire format: request bodies, responses and a tolerant SSE reader."""
+"""The OpenAI chat-completions wire format: messages, request bodies, responses and a tolerant SSE reader."""
 
 from __future__ import annotations
 
@@ -11,6 +11,25 @@ from mx_rag.errors import RemoteError, RemoteResponseError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.usage import metering, record_usage
 from mx_rag.utils import bounded_json
+from mx_rag.utils.checks import check_str, fail
+from mx_rag.utils.common import (
+    LLM_TEXT_MAX_LEN,
+    MAX_MESSAGE_KEY_LEN,
+    MAX_MESSAGE_KEYS,
+    MAX_SYS_MESSAGES,
+)
+
+__all__ = [
+    "EXCERPT_CHARS",
+    "TRUNCATION_MARK",
+    "build_messages",
+    "chat_body",
+    "check_sys_messages",
+    "parse_completion",
+    "parse_message",
+    "sse_events",
+    "stream_deltas",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +40,27 @@ EXCERPT_CHARS = 200
 def build_messages(sys_messages: Sequence[dict[str, Any]] | None, role: str, content: Any) -> list[dict]:
     """A new message list: copies of ``sys_messages`` then the user turn. Inputs stay untouched."""
     return [dict(message) for message in sys_messages or ()] + [{"role": role, "content": content}]
+
+
+def check_sys_messages(sys_messages: Any) -> list[dict[str, Any]]:
+    """None or a list of at most 16 dicts, each with at most 16 keys of at most 16 characters and
+    str values of at most 4 MiB (non-str values, such as content-part lists, are passed through)."""
+    if sys_messages is None:
+        return []
+    if not isinstance(sys_messages, list):
+        raise fail("sys_messages", sys_messages, "None or a list of dicts")
+    if len(sys_messages) > MAX_SYS_MESSAGES:
+        raise fail("sys_messages", f"<{len(sys_messages)} messages>", f"at most {MAX_SYS_MESSAGES} messages")
+    for i, message in enumerate(sys_messages):
+        if not isinstance(message, dict):
+            raise fail(f"sys_messages[{i}]", message, "a dict")
+        if len(message) > MAX_MESSAGE_KEYS:
+            raise fail(f"sys_messages[{i}]", f"<{len(message)} keys>", f"at most {MAX_MESSAGE_KEYS} keys")
+        for key, value in message.items():
+            check_str(f"sys_messages[{i}] key", key, 1, MAX_MESSAGE_KEY_LEN)
+            if isinstance(value, str):
+                check_str(f"sys_messages[{i}][{key!r}]", value, 0, LLM_TEXT_MAX_LEN)
+    return sys_messages
 
 
 def chat_body(
