@@ -10,20 +10,24 @@ chunk_overlap=0)`` so every paragraph is one chunk. A question's gold passages a
 supporting paragraphs.
 
 ``GraphRAGPipeline(work_dir, None, embedding, 384)`` builds the graph with the offline extractor
-(spaCy ``en_core_web_sm``; no LLM), embedding node names and chunk texts with MiniLM. The build
-line reports ``build_s`` and its parts: ``extract_s`` (spaCy), ``embed_s`` (MiniLM) and the rest
-(graph and vector writes), and ``build_s_per_1000_passages``. The chunk texts' vectors are the
-dense peer's (same model, same texts: computed once, cached in ``--cache-dir``), so ``embed_s``
-counts node names only; ``passage_embed_s`` on the ``dense_indexing`` line is what embedding the
-chunks costs when not cached. Extractions are computed once per run: the second store's build
-reuses them (``extraction_reused``).
+(spaCy ``en_core_web_sm``; no LLM), embedding node names and chunk texts with ``--model``
+(default: ``TextEmbedding()``'s, multilingual-e5-small; every line of a run uses the same model
+and the same passages). The build line reports ``build_s`` and its parts: ``extract_s`` (spaCy),
+``embed_s`` (node names) and the rest (graph and vector writes), and
+``build_s_per_1000_passages``. The chunk texts' vectors are the dense peer's (same model, same
+texts: computed once, cached in ``--cache-dir``), so ``embed_s`` counts node names only;
+``passage_embed_s`` on the ``dense_indexing`` line is what embedding the chunks costs when not
+cached. Extractions are computed once per run: the second store's build reuses them
+(``extraction_reused``).
 
 Stores: ``NetworkxGraphStore`` and, with ``--postgres-url`` (else ``$MXRAG_TEST_POSTGRES_URL``;
 ``url=$(scripts/ensure_postgres.sh)``), ``PostgresGraphStore`` in tables of a fresh prefix,
 dropped at the end.
 
-Retrieval, one question at a time after one untimed warm-up, ``k=5``: ``dense`` (``Retriever``
-over ``MindFAISS`` and ``SQLiteDocstore``, the same chunk texts) and
+Retrieval, one question at a time after one untimed warm-up, ``k=5``: ``default`` (what
+``LocalKnowledge.retriever()`` and ``mxrag ask`` retrieve: ``HybridRetriever`` with its defaults,
+over ``MindFAISS`` and ``SQLiteDocstore`` of the same chunk texts and vectors), ``dense``
+(``Retriever`` over the same stores) and
 ``pipeline.as_retriever(mode=M, reranker_top_k=5)`` for ``M`` in ``--modes`` with the
 retriever's defaults. Scores: ``recall_at_5`` (share of a question's gold passages among the
 first 5, averaged), ``held_out_recall_at_5`` (the same over the odd-numbered questions, which
@@ -90,7 +94,7 @@ from mx_rag.embedding.local import TextEmbedding
 from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL
 from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, GraphStore, Relation
 from mx_rag.graphrag.offline_extractor import OfflineExtractor
-from mx_rag.retrievers import Retriever
+from mx_rag.retrievers import HybridRetriever, Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 
@@ -111,6 +115,7 @@ SWEEP: dict[str, list[Any]] = {
     "dense_top_k": [10, 20, 50],
     "fact_top_k": [0, 5, 10],
     "mix_weight": [0.3, 0.4, 0.5, 0.6, 0.7],
+    "dense_weight": [1.0, 2.0, 3.0],
     "keyword_top_k": [0, 20, 30, 50],
     "subject_links": [0, 1, 2, 3, 5],
 }
@@ -289,6 +294,13 @@ def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: 
         result = run_questions(retriever.invoke, dense_title, questions)
         yield method_line("dense", result, dataset=dataset, held_out_recall_at_5=held_out(result),
                           recall_at_20=recall_at(WIDE_K, wide.invoke, dense_title, questions))
+        # the default retriever: what LocalKnowledge.retriever() and `mxrag ask` return (its defaults)
+        default, default_wide = (HybridRetriever(vector_store=vector_store, document_store=docstore,
+                                                 embed_func=embedding.inner.embed_documents, k=k)
+                                 for k in (K, WIDE_K))  # fmt: skip
+        result = run_questions(default.invoke, dense_title, questions)
+        yield method_line("default", result, dataset=dataset, held_out_recall_at_5=held_out(result),
+                          recall_at_20=recall_at(WIDE_K, default_wide.invoke, dense_title, questions))
     finally:
         docstore.close()
 
