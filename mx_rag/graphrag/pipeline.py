@@ -414,8 +414,11 @@ class GraphRAGPipeline:
                 entity names only. The first retriever with facts embeds the graph's facts
                 (about 3 per passage), and later builds and deletions keep them in step.
             name_links: link the entity names found in the question. Default True.
-            mix_weight: weight of the graph ranks in ``mix``, [0, 1]; the dense and the keyword
-                ranks weigh ``1 - mix_weight`` each. Default 0.5.
+            mix_weight: weight of the graph ranks in ``mix``, [0, 1]; the keyword ranks weigh
+                ``1 - mix_weight``. Default 0.6.
+            dense_weight: ``mix``: the dense ranks weigh ``dense_weight`` times the keyword
+                ones, [0, 100] (as in ``HybridRetriever``). Default 2.0. The dense ranking fused
+                is the ``max(dense_top_k, keyword_top_k)`` passages nearest to the question.
             keyword_top_k: ``mix``: passages taken from the keyword (BM25) search of the question
                 and fused with the graph and dense rankings, 0 to 1000; 0 fuses graph and dense
                 only. Default 50. The first ``mix`` retriever indexes the chunk texts in memory,

@@ -18,8 +18,10 @@ Three modes (``mode=``):
 * ``"mix"`` (LightRAG's mix mode, with a keyword side): the graph ranking fused by reciprocal
   rank fusion with the dense ranking and with the ``keyword_top_k`` passages that best match the
   question's words (BM25 over the chunk texts: ``mx_rag.graphrag.keywords``), the graph's ranks
-  weighted ``mix_weight`` and the dense and keyword ones ``1 - mix_weight`` each
-  (``keyword_top_k=0``: graph and dense only).
+  weighted ``mix_weight``, the keyword ones ``1 - mix_weight`` and the dense ones
+  ``dense_weight`` times that, like the default ``HybridRetriever`` (``keyword_top_k=0``: graph
+  and dense only). The dense ranking fused is the ``max(dense_top_k, keyword_top_k)`` nearest
+  passages; the walk restarts at the first ``dense_top_k``.
 * ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
@@ -43,6 +45,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict
 
+from mx_rag.errors import ParameterError
 from mx_rag.graphrag.explain import explanation
 from mx_rag.graphrag.graph_store import GraphStore, Subgraph
 from mx_rag.graphrag.keywords import KeywordIndex
@@ -55,7 +58,7 @@ from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
 from mx_rag.retrievers.subject_links import follow_subjects, opens_with
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
-from mx_rag.utils.checks import check_str
+from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN, Lang
 
 __all__ = ["DECAY", "MODES", "GraphRetriever"]
@@ -84,9 +87,9 @@ class GraphRetriever(CallSettingsRetriever):
     the labels of the graph entities the passage mentions, most relevant first) or, with
     ``use_text=False``, relation triples (``"relation"``, with ``chunk_ids`` and ``score``).
 
-    ``invoke(question, k=n)`` keeps at most ``n`` contexts, in [1, 1000], for that call (in place
-    of ``reranker_top_k``). ``explain(question)`` tells which entities and relations the
-    retrieval used.
+    ``invoke(question, k=n)`` or ``invoke(question, reranker_top_k=n)`` keeps at most ``n``
+    contexts, in [1, 1000], for that call (in place of the constructor's ``reranker_top_k``).
+    ``explain(question)`` tells which entities and relations the retrieval used.
 
     Example:
         >>> retriever = pipeline.as_retriever(mode="mix", reranker_top_k=5)
@@ -122,7 +125,8 @@ class GraphRetriever(CallSettingsRetriever):
     fact_ends: Callable[[list[int]], Mapping[int, tuple[str, str]]] | None = None
     fact_top_k: int = 0
     name_links: bool = True
-    mix_weight: float = 0.5
+    mix_weight: float = 0.6
+    dense_weight: float = 2.0
     keyword_index: KeywordIndex | None = None
     keyword_top_k: int = 50
     subject_links: int = 1
@@ -132,9 +136,15 @@ class GraphRetriever(CallSettingsRetriever):
         return cls(embed_query=embedding.embed_query, embed_documents=embedding.embed_documents, **fields)
 
     def _call_settings(self, kwargs: Mapping[str, Any]) -> CallSettings:
-        """``k`` (contexts kept) is ``reranker_top_k`` unless the call gives one."""
+        """``k`` (contexts kept) is ``reranker_top_k`` unless the call gives ``k`` or
+        ``reranker_top_k`` (the constructor's name for it; not both)."""
+        given = dict(kwargs)
+        if "reranker_top_k" in given:
+            if "k" in given:
+                raise ParameterError("give k or reranker_top_k for a call, not both: they are the same count")
+            given["k"] = check_int("reranker_top_k", given.pop("reranker_top_k"), 1, MAX_CONTEXTS)
         defaults = CallSettings(k=self.reranker_top_k)
-        return resolve_call_settings(type(self).__name__, kwargs, defaults, ("k",), max_k=MAX_CONTEXTS)
+        return resolve_call_settings(type(self).__name__, given, defaults, ("k",), max_k=MAX_CONTEXTS)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
@@ -175,7 +185,9 @@ class GraphRetriever(CallSettingsRetriever):
 
     def _rank(self, query: str) -> PassageRanking:
         vector = self.embed_query(query)
-        dense = self._dense(vector)
+        fused_k = max(self.dense_top_k, self.keyword_top_k) if self.mode == "mix" else self.dense_top_k
+        fused_dense = self._dense(vector, fused_k)
+        dense = dict(list(fused_dense.items())[: self.dense_top_k])  # the walk's restart passages
         seeds = self.link(query, vector) if self.name_links or self.retrieval_top_k else {}
         for name, score in self._fact_seeds(vector).items():
             seeds[name] = max(score, seeds.get(name, 0.0))
@@ -185,7 +197,7 @@ class GraphRetriever(CallSettingsRetriever):
         chunks = ranking.chunks
         if self.mode == "mix":
             fused: dict[str, float] = {}
-            lists = ((ranking.chunks, self.mix_weight), (dense, 1.0 - self.mix_weight),
+            lists = ((ranking.chunks, self.mix_weight), (fused_dense, (1.0 - self.mix_weight) * self.dense_weight),
                      (self._keywords(query), 1.0 - self.mix_weight))  # fmt: skip
             for ranked, weight in lists:
                 for rank, chunk in enumerate(ranked):
@@ -205,11 +217,11 @@ class GraphRetriever(CallSettingsRetriever):
         return {name: [c for c in node.sources if c in records and opens_with(records[c].text, name)]
                 for name, node in nodes.items()}  # fmt: skip
 
-    def _dense(self, vector: list[float]) -> dict[str, float]:
-        """Chunk id -> similarity of the ``dense_top_k`` passages nearest to the question."""
+    def _dense(self, vector: list[float], top_k: int) -> dict[str, float]:
+        """Chunk id -> similarity of the ``top_k`` passages nearest to the question, best first."""
         if self.passage_vectors is None or self.passage_vectors.count() == 0:
             return {}
-        scores, ids = self.passage_vectors.search([vector], k=self.dense_top_k)
+        scores, ids = self.passage_vectors.search([vector], k=top_k)
         chunks = self.registry.by_number(ids[0])
         return {chunks[n]: float(s) for s, n in zip(scores[0], ids[0], strict=True) if n in chunks}
 

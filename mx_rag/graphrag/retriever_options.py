@@ -67,7 +67,8 @@ def retriever_fields(kwargs: dict[str, Any], has_llm: bool) -> dict[str, Any]:
         "synonym_threshold": number("synonym_threshold", 0.9, 0.0, 1.0),
         "fact_top_k": check_int("fact_top_k", options.pop("fact_top_k", 0), 0, MAX_TOP_K),
         "name_links": check_bool("name_links", options.pop("name_links", True)),
-        "mix_weight": number("mix_weight", 0.5, 0.0, 1.0),
+        "mix_weight": number("mix_weight", 0.6, 0.0, 1.0),
+        "dense_weight": number("dense_weight", 2.0, 0.0, 100.0),
         "keyword_top_k": check_int("keyword_top_k", options.pop("keyword_top_k", 50), 0, MAX_TOP_K),
         "subject_links": check_int("subject_links", options.pop("subject_links", 1), 0, MAX_TOP_K),
     }

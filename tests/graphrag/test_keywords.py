@@ -59,3 +59,23 @@ def test_keyword_index_follows_builds_and_deletions(tmp_path: Path) -> None:
     assert index.search("?!", 5) == []  # no word to search for
     with pytest.raises(ParameterError, match="keyword_top_k"):
         pipeline.as_retriever(mode="mix", keyword_top_k=-1)
+
+
+def test_dense_weight_sets_the_dense_ranks_against_the_keyword_ones(minilm_toy: GraphRAGPipeline) -> None:
+    """With the graph's ranks weighing nothing, ``dense_weight`` decides between the dense order
+    and the keyword (BM25) order, as in ``HybridRetriever``."""
+    def order(dense_weight: float) -> list[str]:
+        retriever = minilm_toy.as_retriever(mode="mix", mix_weight=0.0, dense_weight=dense_weight,
+                                            subject_links=0, reranker_top_k=3)  # fmt: skip
+        return [d.metadata["chunk_id"] for d in retriever.invoke(BERLIN_QUESTION)]
+
+    retriever = minilm_toy.as_retriever(mode="mix")
+    assert retriever.passage_vectors is not None and retriever.keyword_index is not None
+    _, numbers = retriever.passage_vectors.search([retriever.embed_query(BERLIN_QUESTION)], k=3)
+    by_number = retriever.registry.by_number(numbers[0])
+    dense = [by_number[n] for n in numbers[0]]
+    hits = retriever.keyword_index.search(BERLIN_QUESTION, 3)
+    keyword = [retriever.registry.by_number(hits)[n] for n in hits]
+    assert dense != keyword  # the two sides disagree on this question
+    assert order(100.0) == dense
+    assert order(0.0) == keyword

@@ -149,7 +149,7 @@ def test_incremental_build_and_delete_keep_the_passage_vectors(offline: Callable
     ("kwargs", "match"),
     [({"mode": "global"}, "mode"), ({"mode": "graph", "use_text": False}, "use_text=False"),
      ({"damping": 1.0}, "damping"), ({"synonym_threshold": 2}, "synonym_threshold"),
-     ({"dense_top_k": 0}, "dense_top_k")],
+     ({"dense_top_k": 0}, "dense_top_k"), ({"dense_weight": -1}, "dense_weight")],
 )  # fmt: skip
 def test_retriever_options_are_checked(offline_built: GraphRAGPipeline, kwargs: dict[str, object],
                                        match: str) -> None:  # fmt: skip

@@ -113,6 +113,17 @@ def test_budget_and_top_k_trim_the_contexts(built: GraphRAGPipeline) -> None:
         built.retrieve_graph(QUESTION, subgraph_depth=3, use_text=False))
 
 
+def test_a_call_takes_its_count_as_k_or_reranker_top_k(built: GraphRAGPipeline) -> None:
+    retriever = built.as_retriever(reranker_top_k=4)
+    assert len(retriever.invoke(QUESTION, reranker_top_k=1)) == 1
+    assert [d.page_content for d in retriever.invoke(QUESTION, k=2)] == [
+        d.page_content for d in retriever.invoke(QUESTION, reranker_top_k=2)]
+    with pytest.raises(ParameterError, match=r"reranker_top_k.*0"):
+        retriever.invoke(QUESTION, reranker_top_k=0)
+    with pytest.raises(ParameterError, match="not both"):
+        retriever.invoke(QUESTION, k=1, reranker_top_k=1)
+
+
 def test_llm_named_question_entities_are_linked(built: GraphRAGPipeline, server: ScriptedServer) -> None:
     server.enqueue(Reply.chat("Tirana, Nobody Known"))
     contexts = built.retrieve_graph("Which publishing house has its centre in the capital?", use_llm_entities=True)
