@@ -28,7 +28,9 @@ def usage_message(exc: Any) -> str:
     """
     param, message = getattr(exc, "param", None), exc.format_message()
     errors = exc.__cause__.errors() if hasattr(exc.__cause__, "errors") else []  # the validator's, if any
-    if param is not None and errors:
+    numeric = bool(errors) and str(errors[0].get("type", "")).startswith(("int", "float", "greater", "less"))
+    if param is not None and (numeric or getattr(param, "min", None) is not None or getattr(param, "max", None)
+                              is not None) and errors:
         name = param.opts[0] if param.opts and param.opts[0].startswith("-") else (param.name or "").upper()
         error = errors[0]
         low, high = getattr(param, "min", None), getattr(param, "max", None)

@@ -119,9 +119,9 @@ class _Run:
 
     def __init__(self, here: Any, llm: Any, kb: str, specs: list[tuple[str, str, int | None]],
                  metrics: list[str], max_tokens: int) -> None:
+        from mx_rag.app.answers import Answerer
         from mx_rag.evaluate.rag_evaluator import RAGEvaluator, _check_metrics
         from mx_rag.llm.llm_parameter import LLMParameterConfig
-        from mx_rag.server.answers import Answerer
 
         self.here, self.llm, self.kb, self.specs = here, llm, kb, specs
         self.metrics = _check_metrics(metrics) if metrics else []
@@ -180,9 +180,9 @@ class _Run:
                 "testset": digest([[i.id, i.question, i.reference] for i in items])}
 
     def _answer(self, spec: tuple[str, str, int | None], item: Any) -> dict[str, Any]:
+        from mx_rag.app.answers import Question
         from mx_rag.errors import MxRagError
         from mx_rag.evaluate.report import passage_recall, score_answer
-        from mx_rag.server.answers import Question
 
         name, chain_name, k = spec
         record: dict[str, Any] = {"key": f"{name}/{item.id}", "setting": name, "id": item.id,

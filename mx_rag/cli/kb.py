@@ -174,7 +174,9 @@ def repair(
 
     with guard():
         settings = settings_of(config, data_dir, embedding)
-        if settings.stores.registry_url is None and not (settings.data_dir / "sql.db").exists():
+        from mx_rag.app.workspace import has_registry
+
+        if not has_registry(settings):
             raise KnowledgeError(f"{settings.data_dir} holds no knowledge base (no sql.db)")
         if every_user and (user or kb):
             raise ParameterError("--all repairs every knowledge base of every user: give it without --user and --kb")

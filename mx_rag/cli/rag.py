@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mx_rag.cli.answering import Chain
+from mx_rag.app.chains import ChainType
 from mx_rag.cli.runtime import (
     ConfigOption,
     DataDirOption,
@@ -37,7 +37,7 @@ WorkdirOption = Annotated[Path, typer.Option("--workdir", help="Folder holding t
 
 DEFAULT_KB = "default"
 KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
-ChainOption = Annotated[Chain | None, typer.Option("--chain", help="How to answer (default: chain.type, hybrid).")]
+ChainOption = Annotated[ChainType | None, typer.Option("--chain", help="How to answer (default: chain.type, hybrid).")]
 KOption = Annotated[int | None, typer.Option("--k", min=1, max=100, help="Chunks given to the LLM (default chain.k).")]
 MaxTokensOption = Annotated[
     int | None, typer.Option("--max-tokens", min=1, help="Longest answer, in tokens (default llm.max_tokens).")
@@ -120,7 +120,7 @@ def ask(
             ingest_first(here, kb, docs)
         here.require(kb)
         with running_llm(here.settings, llm_url, llm_model) as llm:
-            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
+            asking = Asking(here, llm, kb, (chain or here.settings.chain.type), k, max_tokens,
                             temperature)
             asking.ask(question, stream=stream, as_json=as_json)
 
@@ -149,7 +149,7 @@ def chat(
     with guard(), opened(config, data_dir, embedding) as here:
         here.require(kb)
         with running_llm(here.settings, llm_url, llm_model) as llm:
-            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
+            asking = Asking(here, llm, kb, (chain or here.settings.chain.type), k, max_tokens,
                             temperature)
             chat_loop(asking, stream)
 

@@ -115,8 +115,10 @@ def guard() -> Iterator[None]:
     except (MxRagError, OSError) as exc:
         if debugging():
             raise
+        from mx_rag.app.errors import kind_of
+
         typer.echo(f"error: {_line(exc)}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(kind_of(exc).exit_code) from None
     except Exception as exc:
         if debugging():
             raise
@@ -162,26 +164,26 @@ class Opened:
     def act_for(self, user_id: str | None) -> None:
         """Act for ``user_id`` (an API key's user, as an operator) instead of the local user."""
         if user_id is not None:
+            from mx_rag.app.users import Principal
             from mx_rag.knowledge.store import check_user_id
-            from mx_rag.server.keys import Principal
 
             self.who = Principal(check_user_id(user_id), admin=True)
 
     def require(self, name: str) -> None:
-        """KnowledgeError naming the knowledge bases there are, when ``name`` is not one of them."""
-        from mx_rag.errors import KnowledgeError
-        from mx_rag.server.service import check_kb_name
+        """KnowledgeNotFound naming the knowledge bases there are, when ``name`` is not one of them."""
+        from mx_rag.app.service import check_kb_name
+        from mx_rag.errors import KnowledgeNotFound
 
         check_kb_name(name)
         names = self.service.names(self.who)
         if name not in names:
             there = ", ".join(sorted(names)) or "none yet"
-            raise KnowledgeError(f"no knowledge base {name!r} in {self.settings.data_dir} (there: {there}); "
+            raise KnowledgeNotFound(f"no knowledge base {name!r} in {self.settings.data_dir} (there: {there}); "
                                  f"create it with `mxrag kb create {name}` or `mxrag ingest PATH --kb {name}`")
 
 
 def settings_of(config: Path | None, data_dir: Path | None, embedding: str | None = None, **overrides: Any) -> Any:
-    from mx_rag.server.settings import load_settings
+    from mx_rag.app.settings import load_settings
 
     if embedding is not None:
         overrides["embedding"] = {"model": embedding}
@@ -192,7 +194,7 @@ def settings_of(config: Path | None, data_dir: Path | None, embedding: str | Non
 def opened(config: Path | None, data_dir: Path | None, embedding: str | None = None, llm: Any = None,
            settings: Any = None) -> Iterator[Opened]:
     """The ``KnowledgeService`` of the settings (closed afterwards)."""
-    from mx_rag.server.service import KnowledgeService
+    from mx_rag.app.service import KnowledgeService
 
     quiet_logging()
     service = KnowledgeService(settings or settings_of(config, data_dir, embedding), llm)
@@ -205,24 +207,8 @@ def opened(config: Path | None, data_dir: Path | None, embedding: str | None = N
 @contextmanager
 def running_llm(settings: Any, url: str | None, model: str | None) -> Iterator[Any]:
     """The ``Text2TextLLM`` of ``--llm-url`` or ``llm.url``; without either, the embedded LLM,
-    started for the command (a few seconds) and stopped afterwards."""
-    from contextlib import nullcontext
+    started for the command (a few seconds) and stopped afterwards (``mx_rag.app.llm``)."""
+    from mx_rag.app.llm import running_llm as app_running_llm
 
-    from mx_rag.llm.text2text import Text2TextLLM
-    from mx_rag.llm.urls import chat_url
-    from mx_rag.utils import ClientParam
-
-    url = url or settings.llm.url
-    key = settings.llm.api_key
-    param = ClientParam(use_http=True, timeout=int(settings.llm.timeout),
-                        api_key=None if key is None else key.get_secret_value())
-    embedded: Any = nullcontext()
-    if url is None:
-        from mx_rag.llm.local_server import LocalLLMServer
-
-        embedded = LocalLLMServer(n_parallel=1)
-    with embedded as server:
-        if server is not None:
-            yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, client_param=param)
-        else:
-            yield Text2TextLLM(base_url=chat_url(url), model_name=model or settings.llm.model, client_param=param)
+    with app_running_llm(settings, url, model) as llm:
+        yield llm
