@@ -11,11 +11,11 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import typer
 
+from mx_rag.cli.files import shown_path
 from mx_rag.cli.runtime import Opened
 
 __all__ = ["Asking", "chat_loop", "print_chunks"]
@@ -100,14 +100,6 @@ def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[d
         if isinstance(source, str):
             entry["path"] = shown_path(source)
     return entries
-
-
-def shown_path(path: str) -> str:
-    p = Path(path)
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
 
 
 def print_sources(sources: list[dict[str, Any]]) -> None:

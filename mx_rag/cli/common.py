@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -47,12 +47,20 @@ def usage_message(exc: Any) -> str:
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGINT or SIGTERM; the previous handlers come back afterwards."""
+def stop_on_signals(on_first: Callable[[], None] | None = None, *,
+                    second_interrupts: bool = False) -> Iterator[threading.Event]:
+    """An event set by the first SIGINT or SIGTERM, which also calls ``on_first``; with
+    ``second_interrupts``, a second Ctrl-C raises ``KeyboardInterrupt`` (a two-step stop). The
+    previous handlers come back afterwards."""
     stop = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
+        if second_interrupts and stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
         stop.set()
+        stop.signum = signum  # type: ignore[attr-defined]
+        if on_first is not None:
+            on_first()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mx_rag.cli.files import FailureMemo, Found, find_files, white_paths
+from mx_rag.cli.common import stop_on_signals
+from mx_rag.cli.files import FailureMemo, Found, find_files, shown_path, white_paths
 from mx_rag.cli.progress import Reporter
-from mx_rag.cli.runtime import Opened, two_step_stop
+from mx_rag.cli.runtime import Opened
 
 __all__ = ["Outcome", "ingest_paths"]
 
@@ -205,7 +206,7 @@ def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: Fai
     def on_graph(documents: int) -> None:
         report.note(f"building the graph of {documents} new or changed document(s)…")
 
-    with two_step_stop(first_stop) as stop:
+    with stop_on_signals(first_stop, second_interrupts=True) as stop:
         try:
             result = service.ingest(who, name, todo, progress=on_event, stop=stop, white_paths=white_paths(todo),
                                     batch_chunks=BATCH_CHUNKS, on_graph=on_graph)
@@ -223,8 +224,8 @@ def _prune(opened: Opened, name: str, found: Found, report: Reporter, outcome: O
     """Remove the documents under the named paths whose files were not found there."""
     roots = found.roots + list(found.missing.values())
     for path in opened.service.prune(opened.who, name, roots, sorted(found.present)):
-        outcome.removed.append(_shown(path))
-        report.file("removed", _shown(path), reason="its file is gone")
+        outcome.removed.append(shown_path(path))
+        report.file("removed", shown_path(path), reason="its file is gone")
         for shown, missing in found.missing.items():
             if Path(path) == missing or Path(path).is_relative_to(missing):
                 outcome.pruned_paths.add(shown)
@@ -236,12 +237,3 @@ def _reason(path: str, text: str) -> str:
         if text.startswith(prefix):
             return text[len(prefix):]
     return text
-
-
-def _shown(path: str) -> str:
-    """A stored path as the user would type it: relative to the working folder when inside it."""
-    p = Path(path)
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)

@@ -85,7 +85,7 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
     A file that changed since it was stored is marked "changed since stored" (mxrag ingest stores
     it again); one that is gone says so.
     """
-    from mx_rag.cli.answering import shown_path
+    from mx_rag.cli.files import shown_path
     from mx_rag.cli.runtime import guard, opened
 
     with guard(), opened(config, data_dir) as here:

@@ -8,13 +8,14 @@ so a knowledge base made here is the one ``mxrag serve`` serves from the same da
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,11 +30,13 @@ __all__ = [
     "LLMModelOption",
     "LLMUrlOption",
     "Opened",
+    "Where",
+    "answering_session",
     "guard",
+    "llm_options",
     "opened",
     "running_llm",
     "set_debug",
-    "two_step_stop",
 ]
 
 ConfigOption = Annotated[
@@ -132,25 +135,54 @@ def _line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+@dataclass(frozen=True)
+class Where:
+    """The options every LLM command takes: the settings file, the data folder, the embedding
+    model and the LLM (``llm_options`` adds them to a command)."""
+
+    config: Path | None = None
+    data_dir: Path | None = None
+    embedding: str | None = None
+    llm_url: str | None = None
+    llm_model: str | None = None
+
+    def settings(self) -> Any:
+        return settings_of(self.config, self.data_dir, self.embedding)
+
+
+_WHERE_OPTIONS = (("llm_url", LLMUrlOption), ("llm_model", LLMModelOption), ("config", ConfigOption),
+                  ("data_dir", DataDirOption), ("embedding", EmbeddingOption))
+
+
+def llm_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` (which takes ``where: Where``) as a command with the options ``--llm-url
+    --llm-model --config --data-dir --embedding`` last, gathered into its ``where``."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != "where"]
+    added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=annotation)
+             for name, annotation in _WHERE_OPTIONS]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        where = Where(**{name: kwargs.pop(name, None) for name, _ in _WHERE_OPTIONS})
+        return command(*args, where=where, **kwargs)
+
+    run.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+    return run
+
+
 @contextmanager
-def two_step_stop(on_first: Callable[[], None]) -> Iterator[threading.Event]:
-    """The first Ctrl-C (or SIGTERM) sets the event and calls ``on_first``; the second Ctrl-C
-    raises ``KeyboardInterrupt``. The previous handlers come back afterwards."""
-    stop = threading.Event()
+def answering_session(where: Where, kb: str, docs: list[Path] | None = None) -> Iterator[tuple[Opened, Any]]:
+    """The service and the LLM of a command that answers from knowledge base ``kb`` (``docs``
+    ingested into it first), with errors as one line (``guard``)."""
+    with guard(), opened(where.config, where.data_dir, where.embedding) as here:
+        if docs:
+            from mx_rag.cli.ingesting import ingest_first
 
-    def handler(signum: int, frame: object) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        stop.signum = signum  # type: ignore[attr-defined]
-        on_first()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+            ingest_first(here, kb, docs)
+        here.require(kb)
+        with running_llm(here.settings, where.llm_url, where.llm_model) as llm:
+            yield here, llm
 
 
 class Opened:
