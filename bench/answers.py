@@ -205,11 +205,11 @@ def chinese(llm: Any) -> dict[str, Any]:
 
 
 def main_job(llm: Any) -> dict[str, Any]:
+    from mx_rag.app.answers import answer_prompt
     from mx_rag.chain import SingleText2TextChain
     from mx_rag.chain.single_text_to_text import question_first_content
     from mx_rag.knowledge.local import LocalKnowledge
     from mx_rag.llm import LLMParameterConfig
-    from mx_rag.server.answers import answer_prompt
 
     docs = sorted((ROOT / "docs").glob("*.md"))
     with tempfile.TemporaryDirectory(prefix="mxrag-bench-answers-") as work:

@@ -537,7 +537,7 @@ class InProcess:
     """The server's retrieval and chain, called in this process on the same data folder."""
 
     def __init__(self, data_dir: Path, llm_url: str) -> None:
-        from mx_rag.server.answers import Answerer
+        from mx_rag.app.answers import Answerer
         from mx_rag.server.app import server_llm
         from mx_rag.server.service import KnowledgeService
         from mx_rag.server.settings import load_settings
@@ -555,8 +555,8 @@ class InProcess:
         return None if len(docs) == K else f"{len(docs)} documents"
 
     def chat(self, question: str) -> str | None:
+        from mx_rag.app.answers import Question
         from mx_rag.llm.llm_parameter import LLMParameterConfig
-        from mx_rag.server.answers import Question
 
         q = Question(question, [])
         chain = self.answerer.chain(self.who, KB, self.settings.chain.type, q, None)
@@ -637,7 +637,7 @@ def run(args: argparse.Namespace) -> int:
 
         pin_torch_threads(args.torch_threads)
         inproc = InProcess(workdir / "data", llm_url)
-        from mx_rag.server.answers import ANSWER_PROMPT as instruction
+        from mx_rag.app.answers import ANSWER_PROMPT as instruction
 
         urls = {"mx_rag": our_url}
         servers = {"mx_rag": ours}

@@ -31,10 +31,13 @@ from __future__ import annotations
 __all__ = [
     "DocumentError",
     "ExtraNotInstalledError",
+    "KnowledgeConflict",
     "KnowledgeError",
+    "KnowledgeNotFound",
     "MxRagError",
     "OcrUnavailableError",
     "ParameterError",
+    "PermissionDenied",
     "RemoteConnectionError",
     "RemoteError",
     "RemoteResponseError",
@@ -90,6 +93,18 @@ class StorageError(MxRagError):
 
 class KnowledgeError(MxRagError):
     """A knowledge-base operation was refused (unknown base, missing role, duplicate document)."""
+
+
+class KnowledgeNotFound(KnowledgeError):
+    """No such knowledge base (for this user), document, job or graph entity."""
+
+
+class KnowledgeConflict(KnowledgeError):
+    """A name or document is already taken (another user's knowledge base, a stored document)."""
+
+
+class PermissionDenied(KnowledgeError):
+    """The user lacks the role the operation needs (only a knowledge base's admins may change it)."""
 
 
 class RetrievalError(MxRagError):

@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 SOURCE = Path(__file__).resolve().parents[1] / "mx_rag"
 
 # (importer, imported) -> the only function that may hold the import (TYPE_CHECKING imports of
@@ -227,7 +225,6 @@ def test_the_library_never_imports_the_application_or_its_adapters() -> None:
 
 
 def test_the_application_layer_never_imports_its_adapters() -> None:
-    """Holds trivially while ``mx_rag.app`` does not exist."""
     assert not _offending(_modules_in(APPLICATION), ADAPTERS)
 
 
@@ -235,11 +232,6 @@ def test_the_server_never_imports_the_cli() -> None:
     assert not _offending(_modules_in("mx_rag.server"), ("mx_rag.cli",))
 
 
-@pytest.mark.xfail(
-    reason="issue 30: the CLI still imports server internals (answering, runtime, ingesting, eval_cmd); "
-    "the application layer (mx_rag.app) moves them out of server/",
-    strict=False,
-)
 def test_the_cli_imports_the_server_only_to_start_one() -> None:
     assert not _offending(_modules_in("mx_rag.cli") - SERVER_STARTERS, ("mx_rag.server",))
 

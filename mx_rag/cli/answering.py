@@ -11,26 +11,14 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
-from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import typer
 
+from mx_rag.cli.files import shown_path
 from mx_rag.cli.runtime import Opened
 
-__all__ = ["Asking", "Chain", "chat_loop", "print_chunks"]
-
-
-class Chain(str, Enum):
-    """The chains of ``--chain`` (the server's chain types)."""
-
-    single = "single"
-    parallel = "parallel"
-    hybrid = "hybrid"
-    multi_query = "multi-query"
-    graph = "graph"
-    corag = "corag"
+__all__ = ["Asking", "chat_loop", "print_chunks"]
 
 
 @dataclass
@@ -46,7 +34,7 @@ class Asking:
     temperature: float | None
 
     def __post_init__(self) -> None:
-        from mx_rag.server.answers import Answerer
+        from mx_rag.app.answers import Answerer
 
         self.answerer = Answerer(self.opened.service, self.llm)
 
@@ -58,19 +46,12 @@ class Asking:
                                   temperature=llm.temperature if self.temperature is None else self.temperature)
 
     def _chain(self, question: Any) -> Any:
-        from mx_rag.server.errors import ApiError
-
-        try:
-            return self.answerer.chain(self.opened.who, self.kb, self.chain, question, self.k)
-        except ApiError as exc:  # the server's wording of a bad request (a chain the knowledge base lacks)
-            from mx_rag.errors import ParameterError
-
-            raise ParameterError(exc.message) from None
+        return self.answerer.chain(self.opened.who, self.kb, self.chain, question, self.k)
 
     def ask(self, text: str, history: list[dict[str, str]] | None = None, *, stream: bool = False,
             as_json: bool = False) -> str:
         """Print the answer to ``text`` and its sources; return the answer."""
-        from mx_rag.server.answers import Question, source_entries
+        from mx_rag.app.answers import Question, source_entries
 
         question = Question(text, list(history or []))
         chain = self._chain(question)
@@ -88,27 +69,27 @@ class Asking:
         return self._stream(chain, question, as_json)
 
     def _stream(self, chain: Any, question: Any, as_json: bool) -> str:
-        """Print each new piece of the answer as it comes (as ``Answerer.stream``), then the sources."""
-        from mx_rag.server.answers import source_entries
+        """Print each delta of the answer as it comes (``Answerer.stream``), then the sources."""
+        from mx_rag.app.answers import source_entries
 
-        sent, last = "", {}
-        for item in chain.query(question.text, self.config().replace(stream=True)):
-            last = item
-            text = item.get("result", "")
-            if text.startswith(sent) and len(text) > len(sent):
-                piece, sent = text[len(sent):], text
-                if as_json:
-                    typer.echo(json.dumps({"delta": piece}, ensure_ascii=False))
-                else:
-                    sys.stdout.write(piece)
-                    sys.stdout.flush()
-        sources = _with_paths(source_entries(last), last)
+        pieces, result = [], {}
+        for kind, value in self.answerer.stream(chain, question, self.config()):
+            if kind != "delta":
+                result = value
+                continue
+            pieces.append(value)
+            if as_json:
+                typer.echo(json.dumps({"delta": value}, ensure_ascii=False))
+            else:
+                sys.stdout.write(value)
+                sys.stdout.flush()
+        sources = _with_paths(source_entries(result), result)
         if as_json:
             typer.echo(json.dumps({"sources": sources}, ensure_ascii=False))
         else:
             typer.echo("")
             print_sources(sources)
-        return sent.strip()
+        return "".join(pieces).strip()
 
 
 def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,14 +100,6 @@ def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[d
         if isinstance(source, str):
             entry["path"] = shown_path(source)
     return entries
-
-
-def shown_path(path: str) -> str:
-    p = Path(path)
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
 
 
 def print_sources(sources: list[dict[str, Any]]) -> None:
@@ -182,8 +155,8 @@ def chat_loop(asking: Asking, stream: bool) -> None:
 
 
 def _converse(asking: Asking, stream: bool, interactive: bool) -> None:
+    from mx_rag.app.answers import MAX_HISTORY
     from mx_rag.errors import MxRagError
-    from mx_rag.server.answers import MAX_HISTORY
 
     history: list[dict[str, str]] = []
     while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -28,7 +28,9 @@ def usage_message(exc: Any) -> str:
     """
     param, message = getattr(exc, "param", None), exc.format_message()
     errors = exc.__cause__.errors() if hasattr(exc.__cause__, "errors") else []  # the validator's, if any
-    if param is not None and errors:
+    numeric = bool(errors) and str(errors[0].get("type", "")).startswith(("int", "float", "greater", "less"))
+    if param is not None and (numeric or getattr(param, "min", None) is not None or getattr(param, "max", None)
+                              is not None) and errors:
         name = param.opts[0] if param.opts and param.opts[0].startswith("-") else (param.name or "").upper()
         error = errors[0]
         low, high = getattr(param, "min", None), getattr(param, "max", None)
@@ -45,12 +47,20 @@ def usage_message(exc: Any) -> str:
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGINT or SIGTERM; the previous handlers come back afterwards."""
+def stop_on_signals(on_first: Callable[[], None] | None = None, *,
+                    second_interrupts: bool = False) -> Iterator[threading.Event]:
+    """An event set by the first SIGINT or SIGTERM, which also calls ``on_first``; with
+    ``second_interrupts``, a second Ctrl-C raises ``KeyboardInterrupt`` (a two-step stop). The
+    previous handlers come back afterwards."""
     stop = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
+        if second_interrupts and stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
         stop.set()
+        stop.signum = signum  # type: ignore[attr-defined]
+        if on_first is not None:
+            on_first()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

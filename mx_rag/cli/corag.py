@@ -71,11 +71,10 @@ def _kb_key(passages: list[tuple[str, str]], embedding: str) -> str:
 
 
 def _open_stores(root: Path, dimension: int) -> tuple[Any, Any]:
-    from mx_rag.storage.document_store import SQLiteDocstore
-    from mx_rag.storage.vectorstore import MindFAISS
+    from mx_rag.knowledge.local import folder_stores
 
-    vectors = MindFAISS(x_dim=dimension, devs=[0], load_local_index=str(root / "faiss.index"))
-    return vectors, SQLiteDocstore(db_path=str(root / "sql.db"))
+    docstore, vectors = folder_stores(root, dimension)
+    return vectors, docstore
 
 
 def _build(root: Path, passages: list[tuple[str, str]], embedding: Any) -> None:

@@ -23,14 +23,14 @@ from typing import Annotated, Any
 
 import typer
 
+from mx_rag.app.chains import CHAIN_TYPES
 from mx_rag.cli.rag import DEFAULT_KB, KbOption
-from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, LLMModelOption, LLMUrlOption
+from mx_rag.cli.runtime import Where, answering_session, guard, llm_options
 
 __all__ = ["evaluate_kb", "parse_setting"]
 
 CHECKPOINT_TYPE = "mxrag eval checkpoint"
 CHECKPOINT_VERSION = 1
-CHAINS = ("single", "parallel", "hybrid", "multi-query", "graph", "corag")
 
 
 def parse_setting(text: str) -> tuple[str, str, int | None]:
@@ -39,12 +39,13 @@ def parse_setting(text: str) -> tuple[str, str, int | None]:
 
     name, sep, rest = text.partition("=")
     chain, _, k = rest.partition(":")
-    if not sep or not name or chain not in CHAINS or (k and not (k.isdigit() and 1 <= int(k) <= 100)):
-        raise ParameterError(f"--setting must be NAME=CHAIN[:K] with CHAIN one of {list(CHAINS)} and K in "
+    if not sep or not name or chain not in CHAIN_TYPES or (k and not (k.isdigit() and 1 <= int(k) <= 100)):
+        raise ParameterError(f"--setting must be NAME=CHAIN[:K] with CHAIN one of {list(CHAIN_TYPES)} and K in "
                              f"[1, 100], got {text!r}")
     return name, chain, int(k) if k else None
 
 
+@llm_options
 def evaluate_kb(
     kb: KbOption = DEFAULT_KB,
     docs: Annotated[list[Path] | None, typer.Option(
@@ -62,31 +63,21 @@ def evaluate_kb(
     out: Annotated[Path | None, typer.Option("--out", help="Report folder. Default: DATA_DIR/eval/KB.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Longest answer, in tokens.")] = 128,
     restart: Annotated[bool, typer.Option("--restart", help="Discard the checkpoint of an earlier run.")] = False,
-    llm_url: LLMUrlOption = None,
-    llm_model: LLMModelOption = None,
-    config: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    embedding: EmbeddingOption = None,
+    *,
+    where: Where,
 ) -> None:
     """Evaluate a knowledge base: a test set from its documents, answers per setting, one report."""
-    from mx_rag.cli.ingesting import ingest_first
-    from mx_rag.cli.runtime import guard, opened, running_llm
-
-    with guard(), opened(config, data_dir, embedding) as here:
-        if docs:
-            ingest_first(here, kb, docs)
-        here.require(kb)
-        specs = [parse_setting(s) for s in setting or []] or [
-            ("default", here.settings.chain.type, here.settings.chain.k)]
-        names = [name for name, _, _ in specs]
-        pair = _check_compare(compare, names)
-        metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
+    with guard():  # bad settings are refused before anything starts
+        specs = [parse_setting(s) for s in setting or []]
+        pair = _check_compare(compare, [name for name, _, _ in specs] or ["default"])
+    metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
+    with answering_session(where, kb, docs) as (here, llm):
+        specs = specs or [("default", here.settings.chain.type, here.settings.chain.k)]
         folder = out or Path(here.settings.data_dir) / "eval" / kb
-        with running_llm(here.settings, llm_url, llm_model) as llm:
-            run = _Run(here, llm, kb, specs, metric_names, max_tokens)
-            items = run.testset(testset or folder / "testset.jsonl", questions)
-            records = run.answer_all(items, folder, restart)
-            report = run.report(records, items, testset or folder / "testset.jsonl", pair)
+        run = _Run(here, llm, kb, specs, metric_names, max_tokens)
+        items = run.testset(testset or folder / "testset.jsonl", questions)
+        records = run.answer_all(items, folder, restart)
+        report = run.report(records, items, testset or folder / "testset.jsonl", pair)
         _write(folder, report)
 
 
@@ -119,9 +110,9 @@ class _Run:
 
     def __init__(self, here: Any, llm: Any, kb: str, specs: list[tuple[str, str, int | None]],
                  metrics: list[str], max_tokens: int) -> None:
+        from mx_rag.app.answers import Answerer
         from mx_rag.evaluate.rag_evaluator import RAGEvaluator, check_metrics
         from mx_rag.llm.llm_parameter import LLMParameterConfig
-        from mx_rag.server.answers import Answerer
 
         self.here, self.llm, self.kb, self.specs = here, llm, kb, specs
         self.metrics = check_metrics(metrics) if metrics else []
@@ -180,9 +171,9 @@ class _Run:
                 "testset": digest([[i.id, i.question, i.reference] for i in items])}
 
     def _answer(self, spec: tuple[str, str, int | None], item: Any) -> dict[str, Any]:
+        from mx_rag.app.answers import Question
         from mx_rag.errors import MxRagError
         from mx_rag.evaluate.report import passage_recall, score_answer
-        from mx_rag.server.answers import Question
 
         name, chain_name, k = spec
         record: dict[str, Any] = {"key": f"{name}/{item.id}", "setting": name, "id": item.id,

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FailureMemo", "Found", "find_files", "white_paths"]
+__all__ = ["FailureMemo", "Found", "find_files", "shown_path", "white_paths"]
 
 MAX_WHITE_PATHS = 1024
 
@@ -149,3 +149,12 @@ class FailureMemo:
             partial.replace(self.path)
         except OSError:
             partial.unlink(missing_ok=True)
+
+
+def shown_path(path: str) -> str:
+    """A stored path as the user would type it: relative to the working folder when inside it."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, JsonOption, LLMModelOption, LLMUrlOption
+from mx_rag.cli.runtime import ConfigOption, DataDirOption, JsonOption, Where, llm_options
 
 app = typer.Typer(help="The knowledge graph of a knowledge base (for --chain graph).", no_args_is_help=True)
 
@@ -24,26 +24,20 @@ NameArgument = Annotated[str, typer.Argument(help="The knowledge base.", show_de
 
 
 @app.command()
-def build(
-    name: NameArgument,
-    llm_url: LLMUrlOption = None,
-    llm_model: LLMModelOption = None,
-    config: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    embedding: EmbeddingOption = None,
-) -> None:
+@llm_options
+def build(name: NameArgument, *, where: Where) -> None:
     """Build (or extend) the graph of a knowledge base from its documents; only new documents
     cost anything. A knowledge base made without --graph keeps a graph from now on, and later
     ingests extend it. Entities come from graph.extractor: offline (spaCy/jieba) or the LLM."""
     from contextlib import nullcontext
 
-    from mx_rag.cli.runtime import guard, opened, running_llm, settings_of
+    from mx_rag.cli.runtime import guard, opened, running_llm
 
     with guard():
-        settings = settings_of(config, data_dir, embedding)
+        settings = where.settings()
         needs_llm = settings.graph.extractor == "llm"
-        with (running_llm(settings, llm_url, llm_model) if needs_llm else nullcontext()) as llm, \
-                opened(config, data_dir, embedding, llm=llm, settings=settings) as here:
+        with (running_llm(settings, where.llm_url, where.llm_model) if needs_llm else nullcontext()) as llm, \
+                opened(where.config, where.data_dir, where.embedding, llm=llm, settings=settings) as here:
             here.require(name)
             if not here.service.is_graph(here.who, name):
                 here.service.create(here.who, name, graph=True)

@@ -10,20 +10,21 @@ was kept and exits with 130.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mx_rag.cli.files import FailureMemo, Found, find_files, white_paths
+from mx_rag.cli.common import stop_on_signals
+from mx_rag.cli.files import FailureMemo, Found, find_files, shown_path, white_paths
 from mx_rag.cli.progress import Reporter
-from mx_rag.cli.runtime import Opened, two_step_stop
+
+if TYPE_CHECKING:
+    from mx_rag.cli.runtime import Opened
 
 __all__ = ["Outcome", "ingest_paths"]
 
 BATCH_CHUNKS = 32  # chunks per commit: small files share one, a larger file is committed alone
-FILES_PER_CALL = 500
 MEMO_FILE = "ingest-failures.json"
 SHOWN = {"added": "added", "replaced": "updated", "unchanged": "unchanged", "failed": "failed", "skipped": "skipped"}
 
@@ -85,7 +86,7 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
     outcome = Outcome(name)
     found = find_files(paths, {s.lower() for s in service.loader.loaders})
     if name not in service.names(who):
-        from mx_rag.server.service import check_kb_name
+        from mx_rag.app.service import check_kb_name
 
         if not check_kb_name(name) or not found.files:  # nothing to put in it: no empty knowledge base
             outcome.failed.update(found.failed)
@@ -113,7 +114,8 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
     if outcome.signal is None:
         if prune:
             _prune(opened, name, found, report, outcome)
-        _extend_graph(opened, name, found, report, outcome)
+        if service.is_graph(who, name):
+            outcome.graph_nodes = int(service.graph(who, name).graph.count_nodes())
     for shown in outcome.pruned_paths:  # with --prune, a missing path whose documents were removed is no failure
         outcome.failed.pop(shown, None)
     for shown in sorted(deferred - outcome.pruned_paths):
@@ -175,12 +177,13 @@ def _readable(path: Path) -> bool:
 
 def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: FailureMemo, report: Reporter,
             outcome: Outcome) -> None:
-    from mx_rag.knowledge.ingest import FileEvent, ingest_files
+    """Ingest ``todo`` through the service's one entry point (a graph knowledge base's graph is
+    extended with the same chunks at the end)."""
+    from mx_rag.knowledge.ingest import FileEvent
 
     if not todo:
         return
-    service = opened.service
-    knowledge = _knowledge(opened, name, todo)
+    service, who = opened.service, opened.who
 
     def on_event(event: FileEvent) -> None:
         shown = found.shown.get(event.path, event.path)
@@ -202,63 +205,32 @@ def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: Fai
     def first_stop() -> None:
         report.note("stopping after the files being stored (Ctrl-C again to stop at once)")
 
-    with two_step_stop(first_stop) as stop:
+    def on_graph(documents: int) -> None:
+        report.note(f"building the graph of {documents} new or changed document(s)…")
+
+    with stop_on_signals(first_stop, second_interrupts=True) as stop:
         try:
-            for start in range(0, len(todo), FILES_PER_CALL):
-                part = [str(p) for p in todo[start:start + FILES_PER_CALL]]
-                result = ingest_files(knowledge, part, service.loader, service.embedding.embed_documents,
-                                      force=True, batch_chunks=BATCH_CHUNKS, progress=on_event, stop=stop)
-                if result.not_done or stop.is_set():
-                    rest = result.not_done + [str(p) for p in todo[start + FILES_PER_CALL:]]
-                    outcome.not_done = [found.shown.get(p, p) for p in rest]
-                    outcome.signal = getattr(stop, "signum", signal.SIGINT)
-                    return
+            result = service.ingest(who, name, todo, progress=on_event, stop=stop, white_paths=white_paths(todo),
+                                    batch_chunks=BATCH_CHUNKS, on_graph=on_graph)
         except KeyboardInterrupt:
             handled = set(outcome.added + outcome.updated + outcome.unchanged) | set(outcome.failed)
             outcome.not_done = [found.shown[str(p)] for p in todo if found.shown[str(p)] not in handled]
             outcome.signal, outcome.aborted = signal.SIGINT, True
-
-
-def _knowledge(opened: Opened, name: str, files: list[Path]) -> Any:
-    """The knowledge base over the service's stores, allowed to read ``files`` where they are."""
-    from mx_rag.knowledge.knowledge import KnowledgeDB
-
-    service = opened.service
-    service.open(opened.who, name)  # the one check that it exists for this user
-    return KnowledgeDB(knowledge_store=service.registry, chunk_store=service.chunks, vector_store=service.vectors,
-                       knowledge_name=name, white_paths=white_paths(files), user_id=opened.who.user_id,
-                       max_file_count=FILES_PER_CALL)
+            return
+    if result.not_done or stop.is_set():
+        outcome.not_done = [found.shown.get(p, p) for p in result.not_done]
+        outcome.signal = getattr(stop, "signum", signal.SIGINT)
 
 
 def _prune(opened: Opened, name: str, found: Found, report: Reporter, outcome: Outcome) -> None:
     """Remove the documents under the named paths whose files were not found there."""
-    from mx_rag.knowledge.ingest import prune_documents
-
     roots = found.roots + list(found.missing.values())
-    gone = prune_documents(opened.service.open(opened.who, name), roots, sorted(found.present))
-    for path in gone:
-        outcome.removed.append(_shown(path))
-        report.file("removed", _shown(path), reason="its file is gone")
+    for path in opened.service.prune(opened.who, name, roots, sorted(found.present)):
+        outcome.removed.append(shown_path(path))
+        report.file("removed", shown_path(path), reason="its file is gone")
         for shown, missing in found.missing.items():
             if Path(path) == missing or Path(path).is_relative_to(missing):
                 outcome.pruned_paths.add(shown)
-    if gone and opened.service.is_graph(opened.who, name):
-        from mx_rag.errors import KnowledgeError
-
-        graph = opened.service.graph(opened.who, name)
-        for path in gone:
-            with contextlib.suppress(KnowledgeError):  # never built into the graph
-                graph.delete_document(path)
-
-
-def _extend_graph(opened: Opened, name: str, found: Found, report: Reporter, outcome: Outcome) -> None:
-    service, who = opened.service, opened.who
-    if not service.is_graph(who, name):
-        return
-    changed = [Path(p) for p, shown in found.shown.items() if shown in set(outcome.added + outcome.updated)]
-    if changed:
-        report.note(f"building the graph of {len(changed)} new or changed document(s)…")
-    outcome.graph_nodes = service.build_graph(who, name, changed)
 
 
 def _reason(path: str, text: str) -> str:
@@ -267,12 +239,3 @@ def _reason(path: str, text: str) -> str:
         if text.startswith(prefix):
             return text[len(prefix):]
     return text
-
-
-def _shown(path: str) -> str:
-    """A stored path as the user would type it: relative to the working folder when inside it."""
-    p = Path(path)
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)

@@ -85,7 +85,7 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
     A file that changed since it was stored is marked "changed since stored" (mxrag ingest stores
     it again); one that is gone says so.
     """
-    from mx_rag.cli.answering import shown_path
+    from mx_rag.cli.files import shown_path
     from mx_rag.cli.runtime import guard, opened
 
     with guard(), opened(config, data_dir) as here:
@@ -174,7 +174,9 @@ def repair(
 
     with guard():
         settings = settings_of(config, data_dir, embedding)
-        if settings.stores.registry_url is None and not (settings.data_dir / "sql.db").exists():
+        from mx_rag.app.workspace import has_registry
+
+        if not has_registry(settings):
             raise KnowledgeError(f"{settings.data_dir} holds no knowledge base (no sql.db)")
         if every_user and (user or kb):
             raise ParameterError("--all repairs every knowledge base of every user: give it without --user and --kb")

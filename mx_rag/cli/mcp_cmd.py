@@ -52,12 +52,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def _principal(settings: Any, api_key: str | None) -> Any:
     """The local user, or the user of ``api_key`` (checked before anything slow is loaded)."""
+    from mx_rag.app.keys import KeyStore, Principal
+    from mx_rag.app.workspace import open_registry
     from mx_rag.errors import ParameterError
-    from mx_rag.server.keys import KeyStore, Principal
-    from mx_rag.server.service import open_registry
 
     if not api_key:
-        from mx_rag.server.service import LOCAL_USER
+        from mx_rag.app.users import LOCAL_USER
 
         return Principal(LOCAL_USER, admin=True)
     found = KeyStore(open_registry(settings).engine).authenticate(api_key.strip())
@@ -84,21 +84,16 @@ def mcp(data_dir: DataDirOption = None, config: ConfigOption = None, api_key: Ap
     with ExitStack() as stack:
         with _stdout_to_stderr():
             try:
-                from mx_rag.server.settings import load_settings
+                from mx_rag.app.settings import load_settings
 
                 settings = load_settings(config, data_dir=data_dir)
                 principal = _principal(settings, api_key)
                 with extra_import("server", "mcp"):
                     from mx_rag.server.mcp_api import run_stdio
-                from mx_rag.server.app import server_llm
+                from mx_rag.app.llm import running_llm
                 from mx_rag.server.service import KnowledgeService
 
-                url = settings.llm.url
-                if url is None:
-                    from mx_rag.llm.local_server import LocalLLMServer
-
-                    url = stack.enter_context(LocalLLMServer(n_parallel=1)).chat_url
-                llm = server_llm(settings, url)
+                llm = stack.enter_context(running_llm(settings))
                 service = KnowledgeService(settings, llm)
                 stack.callback(service.close)
             except MxRagError as exc:

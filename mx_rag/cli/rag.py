@@ -21,14 +21,15 @@ from typing import Annotated, Any
 
 import typer
 
-from mx_rag.cli.answering import Chain
+from mx_rag.app.chains import ChainType
 from mx_rag.cli.runtime import (
     ConfigOption,
     DataDirOption,
     EmbeddingOption,
     JsonOption,
-    LLMModelOption,
-    LLMUrlOption,
+    Where,
+    answering_session,
+    llm_options,
 )
 
 __all__ = ["ask", "chat", "ingest", "search"]
@@ -37,7 +38,7 @@ WorkdirOption = Annotated[Path, typer.Option("--workdir", help="Folder holding t
 
 DEFAULT_KB = "default"
 KbOption = Annotated[str, typer.Option("--kb", help="The knowledge base (see `mxrag kb list`).")]
-ChainOption = Annotated[Chain | None, typer.Option("--chain", help="How to answer (default: chain.type, hybrid).")]
+ChainOption = Annotated[ChainType | None, typer.Option("--chain", help="How to answer (default: chain.type, hybrid).")]
 KOption = Annotated[int | None, typer.Option("--k", min=1, max=100, help="Chunks given to the LLM (default chain.k).")]
 MaxTokensOption = Annotated[
     int | None, typer.Option("--max-tokens", min=1, help="Longest answer, in tokens (default llm.max_tokens).")
@@ -88,6 +89,7 @@ def ingest(
     raise typer.Exit(outcome.exit_code)
 
 
+@llm_options
 def ask(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     kb: KbOption = DEFAULT_KB,
@@ -100,11 +102,8 @@ def ask(
         "--json", help="Print {answer, sources, …} as JSON (with --stream: one JSON object per line).")] = False,
     max_tokens: MaxTokensOption = None,
     temperature: TemperatureOption = None,
-    llm_url: LLMUrlOption = None,
-    llm_model: LLMModelOption = None,
-    config: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    embedding: EmbeddingOption = None,
+    *,
+    where: Where,
 ) -> None:
     """Answer QUESTION from a knowledge base and print the sources it used.
 
@@ -112,19 +111,13 @@ def ask(
     Without --llm-url or llm.url, the embedded LLM is started for the question.
     """
     from mx_rag.cli.answering import Asking
-    from mx_rag.cli.ingesting import ingest_first
-    from mx_rag.cli.runtime import guard, opened, running_llm
 
-    with guard(), opened(config, data_dir, embedding) as here:
-        if docs:
-            ingest_first(here, kb, docs)
-        here.require(kb)
-        with running_llm(here.settings, llm_url, llm_model) as llm:
-            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
-                            temperature)
-            asking.ask(question, stream=stream, as_json=as_json)
+    with answering_session(where, kb, docs) as (here, llm):
+        asking = Asking(here, llm, kb, chain or here.settings.chain.type, k, max_tokens, temperature)
+        asking.ask(question, stream=stream, as_json=as_json)
 
 
+@llm_options
 def chat(
     kb: KbOption = DEFAULT_KB,
     chain: ChainOption = None,
@@ -132,11 +125,8 @@ def chat(
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print answers as they are written.")] = True,
     max_tokens: MaxTokensOption = None,
     temperature: TemperatureOption = None,
-    llm_url: LLMUrlOption = None,
-    llm_model: LLMModelOption = None,
-    config: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    embedding: EmbeddingOption = None,
+    *,
+    where: Where,
 ) -> None:
     """Talk with a knowledge base: each question goes with the conversation so far.
 
@@ -144,14 +134,9 @@ def chat(
     conversation. Questions are read from stdin, so `mxrag chat < questions.txt` works too.
     """
     from mx_rag.cli.answering import Asking, chat_loop
-    from mx_rag.cli.runtime import guard, opened, running_llm
 
-    with guard(), opened(config, data_dir, embedding) as here:
-        here.require(kb)
-        with running_llm(here.settings, llm_url, llm_model) as llm:
-            asking = Asking(here, llm, kb, (chain.value if chain else here.settings.chain.type), k, max_tokens,
-                            temperature)
-            chat_loop(asking, stream)
+    with answering_session(where, kb) as (here, llm):
+        chat_loop(Asking(here, llm, kb, chain or here.settings.chain.type, k, max_tokens, temperature), stream)
 
 
 def search(

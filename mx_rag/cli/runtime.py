@@ -8,13 +8,14 @@ so a knowledge base made here is the one ``mxrag serve`` serves from the same da
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,11 +30,13 @@ __all__ = [
     "LLMModelOption",
     "LLMUrlOption",
     "Opened",
+    "Where",
+    "answering_session",
     "guard",
+    "llm_options",
     "opened",
     "running_llm",
     "set_debug",
-    "two_step_stop",
 ]
 
 ConfigOption = Annotated[
@@ -115,8 +118,10 @@ def guard() -> Iterator[None]:
     except (MxRagError, OSError) as exc:
         if debugging():
             raise
+        from mx_rag.app.errors import kind_of
+
         typer.echo(f"error: {_line(exc)}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(kind_of(exc).exit_code) from None
     except Exception as exc:
         if debugging():
             raise
@@ -130,25 +135,54 @@ def _line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+@dataclass(frozen=True)
+class Where:
+    """The options every LLM command takes: the settings file, the data folder, the embedding
+    model and the LLM (``llm_options`` adds them to a command)."""
+
+    config: Path | None = None
+    data_dir: Path | None = None
+    embedding: str | None = None
+    llm_url: str | None = None
+    llm_model: str | None = None
+
+    def settings(self) -> Any:
+        return settings_of(self.config, self.data_dir, self.embedding)
+
+
+_WHERE_OPTIONS = (("llm_url", LLMUrlOption), ("llm_model", LLMModelOption), ("config", ConfigOption),
+                  ("data_dir", DataDirOption), ("embedding", EmbeddingOption))
+
+
+def llm_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` (which takes ``where: Where``) as a command with the options ``--llm-url
+    --llm-model --config --data-dir --embedding`` last, gathered into its ``where``."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != "where"]
+    added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=annotation)
+             for name, annotation in _WHERE_OPTIONS]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        where = Where(**{name: kwargs.pop(name, None) for name, _ in _WHERE_OPTIONS})
+        return command(*args, where=where, **kwargs)
+
+    run.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+    return run
+
+
 @contextmanager
-def two_step_stop(on_first: Callable[[], None]) -> Iterator[threading.Event]:
-    """The first Ctrl-C (or SIGTERM) sets the event and calls ``on_first``; the second Ctrl-C
-    raises ``KeyboardInterrupt``. The previous handlers come back afterwards."""
-    stop = threading.Event()
+def answering_session(where: Where, kb: str, docs: list[Path] | None = None) -> Iterator[tuple[Opened, Any]]:
+    """The service and the LLM of a command that answers from knowledge base ``kb`` (``docs``
+    ingested into it first), with errors as one line (``guard``)."""
+    with guard(), opened(where.config, where.data_dir, where.embedding) as here:
+        if docs:
+            from mx_rag.cli.ingesting import ingest_first
 
-    def handler(signum: int, frame: object) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        stop.signum = signum  # type: ignore[attr-defined]
-        on_first()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+            ingest_first(here, kb, docs)
+        here.require(kb)
+        with running_llm(here.settings, where.llm_url, where.llm_model) as llm:
+            yield here, llm
 
 
 class Opened:
@@ -162,26 +196,26 @@ class Opened:
     def act_for(self, user_id: str | None) -> None:
         """Act for ``user_id`` (an API key's user, as an operator) instead of the local user."""
         if user_id is not None:
+            from mx_rag.app.users import Principal
             from mx_rag.knowledge.store import check_user_id
-            from mx_rag.server.keys import Principal
 
             self.who = Principal(check_user_id(user_id), admin=True)
 
     def require(self, name: str) -> None:
-        """KnowledgeError naming the knowledge bases there are, when ``name`` is not one of them."""
-        from mx_rag.errors import KnowledgeError
-        from mx_rag.server.service import check_kb_name
+        """KnowledgeNotFound naming the knowledge bases there are, when ``name`` is not one of them."""
+        from mx_rag.app.service import check_kb_name
+        from mx_rag.errors import KnowledgeNotFound
 
         check_kb_name(name)
         names = self.service.names(self.who)
         if name not in names:
             there = ", ".join(sorted(names)) or "none yet"
-            raise KnowledgeError(f"no knowledge base {name!r} in {self.settings.data_dir} (there: {there}); "
+            raise KnowledgeNotFound(f"no knowledge base {name!r} in {self.settings.data_dir} (there: {there}); "
                                  f"create it with `mxrag kb create {name}` or `mxrag ingest PATH --kb {name}`")
 
 
 def settings_of(config: Path | None, data_dir: Path | None, embedding: str | None = None, **overrides: Any) -> Any:
-    from mx_rag.server.settings import load_settings
+    from mx_rag.app.settings import load_settings
 
     if embedding is not None:
         overrides["embedding"] = {"model": embedding}
@@ -192,7 +226,7 @@ def settings_of(config: Path | None, data_dir: Path | None, embedding: str | Non
 def opened(config: Path | None, data_dir: Path | None, embedding: str | None = None, llm: Any = None,
            settings: Any = None) -> Iterator[Opened]:
     """The ``KnowledgeService`` of the settings (closed afterwards)."""
-    from mx_rag.server.service import KnowledgeService
+    from mx_rag.app.service import KnowledgeService
 
     quiet_logging()
     service = KnowledgeService(settings or settings_of(config, data_dir, embedding), llm)
@@ -205,24 +239,8 @@ def opened(config: Path | None, data_dir: Path | None, embedding: str | None = N
 @contextmanager
 def running_llm(settings: Any, url: str | None, model: str | None) -> Iterator[Any]:
     """The ``Text2TextLLM`` of ``--llm-url`` or ``llm.url``; without either, the embedded LLM,
-    started for the command (a few seconds) and stopped afterwards."""
-    from contextlib import nullcontext
+    started for the command (a few seconds) and stopped afterwards (``mx_rag.app.llm``)."""
+    from mx_rag.app.llm import running_llm as app_running_llm
 
-    from mx_rag.llm.text2text import Text2TextLLM
-    from mx_rag.llm.urls import chat_url
-    from mx_rag.utils import ClientParam
-
-    url = url or settings.llm.url
-    key = settings.llm.api_key
-    param = ClientParam(use_http=True, timeout=int(settings.llm.timeout),
-                        api_key=None if key is None else key.get_secret_value())
-    embedded: Any = nullcontext()
-    if url is None:
-        from mx_rag.llm.local_server import LocalLLMServer
-
-        embedded = LocalLLMServer(n_parallel=1)
-    with embedded as server:
-        if server is not None:
-            yield Text2TextLLM(base_url=server.chat_url, model_name=server.model_name, client_param=param)
-        else:
-            yield Text2TextLLM(base_url=chat_url(url), model_name=model or settings.llm.model, client_param=param)
+    with app_running_llm(settings, url, model) as llm:
+        yield llm

@@ -28,9 +28,9 @@ ConfigOption = Annotated[
 
 
 def _settings(config: Path | None, **overrides: Any) -> Any:
+    from mx_rag.app.settings import load_settings
     from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError
-    from mx_rag.server.settings import load_settings
 
     try:
         return load_settings(config, **overrides)
@@ -55,10 +55,10 @@ def serve(
     """
     from contextlib import nullcontext
 
+    from mx_rag.app.keys import KeyStore
+    from mx_rag.app.workspace import open_registry
     from mx_rag.cli.common import fail
     from mx_rag.errors import MxRagError, ParameterError
-    from mx_rag.server.keys import KeyStore
-    from mx_rag.server.service import open_registry
 
     if llm_url:
         os.environ["MXRAG_LLM__URL"] = llm_url
@@ -157,8 +157,8 @@ def config_show(config: ConfigOption = None, data_dir: DataDirOption = None) -> 
 
 
 def _keys(config: Path | None, data_dir: Path | None) -> Any:
-    from mx_rag.server.keys import KeyStore
-    from mx_rag.server.service import open_registry
+    from mx_rag.app.keys import KeyStore
+    from mx_rag.app.workspace import open_registry
 
     return KeyStore(open_registry(_settings(config, data_dir=data_dir)).engine)
 

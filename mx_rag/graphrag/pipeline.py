@@ -209,14 +209,22 @@ class GraphRAGPipeline:
         staged: dict[str, list[ChunkRecord]] = {}
         for path in file_list:
             document = str(check_path("file_list item", path))
-            docs = loader_mng.load_and_split(document)
-            staged[document] = [
-                ChunkRecord(chunk_id(document, i, d.page_content), document, d.page_content,
-                            content_hash(d.page_content), dict(d.metadata))
-                for i, d in enumerate(docs)
-            ]
+            staged[document] = _records(document, loader_mng.load_and_split(document))
         with self._lock:
             self._pending.update(staged)
+
+    def add_chunks(self, path: str | Path, chunks: Sequence[Any]) -> None:
+        """Stage one document's chunks, already loaded and split (``Document``s), for the next
+        ``build_graph``, as ``upload_files`` stages a file it parsed (ingestion parses once)."""
+        document = str(check_path("path", path))
+        records = _records(document, chunks)
+        with self._lock:
+            self._pending[document] = records
+
+    def pending(self) -> list[str]:
+        """The documents staged for the next ``build_graph``."""
+        with self._lock:
+            return list(self._pending)
 
     # -- build -----------------------------------------------------------------------------------
 
@@ -465,3 +473,8 @@ class GraphRAGPipeline:
         if self._graph.count_nodes() == 0:
             raise KnowledgeError(f"graph {self._name!r} is empty: upload files and call build_graph first")
         return [doc.page_content for doc in self.as_retriever(**kwargs).invoke(question)]
+
+
+def _records(document: str, docs: Sequence[Any]) -> list[ChunkRecord]:
+    return [ChunkRecord(chunk_id(document, i, d.page_content), document, d.page_content, content_hash(d.page_content),
+                        dict(d.metadata)) for i, d in enumerate(docs)]

@@ -105,6 +105,7 @@ def ingest_files(
     parse_workers: int = 2,
     progress: Callable[[FileEvent], None] | None = None,
     stop: _Stop | None = None,
+    on_stored: Callable[[Path, list[Document]], None] | None = None,
 ) -> IngestReport:
     """Load, split, embed and store ``files`` (see ``upload_files``); report per file.
 
@@ -113,9 +114,11 @@ def ingest_files(
             files first, then each batch as it is stored).
         stop: an event (``threading.Event``); once set, the files parsed so far are stored and
             the rest are left in ``IngestReport.not_done``.
+        on_stored: called with each stored file's resolved path and its chunks (a graph stages
+            them: ``GraphRAGPipeline.add_chunks``), so nothing is parsed twice.
     """
     report = IngestReport()
-    tell = _Teller(report, progress)
+    tell = _Teller(report, progress, on_stored)
     jobs = _plan(knowledge, files, force, report)
     for given in report.unchanged:
         tell(FileEvent(given, "unchanged"))
@@ -146,8 +149,9 @@ def _stopped(stop: _Stop | None) -> bool:
 class _Teller:
     """Records each file's outcome in the report and passes it to ``progress``."""
 
-    def __init__(self, report: IngestReport, progress: Callable[[FileEvent], None] | None) -> None:
-        self.report, self.progress = report, progress
+    def __init__(self, report: IngestReport, progress: Callable[[FileEvent], None] | None,
+                 on_stored: Callable[[Path, list[Document]], None] | None = None) -> None:
+        self.report, self.progress, self.on_stored = report, progress, on_stored
 
     def __call__(self, event: FileEvent) -> None:
         if self.progress is not None:
@@ -163,6 +167,8 @@ class _Teller:
         self(FileEvent(given, "skipped", reason=reason))
 
     def stored(self, job: _Job, docs: list[Document]) -> None:
+        if self.on_stored is not None:
+            self.on_stored(job.path, docs)
         (self.report.replaced if job.replaces else self.report.added).append(job.given)
         self.report.chunks[job.given] = len(docs)
         ocr = len({(d.metadata.get("page"), d.metadata.get("image")) for d in docs if d.metadata.get("ocr")})

@@ -16,6 +16,7 @@ Several processes may share one knowledge-base folder: every write transaction h
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from mx_rag.errors import KnowledgeError, ParameterError, StorageError
+from mx_rag.errors import ParameterError, PermissionDenied, StorageError
 from mx_rag.knowledge._prepared import (
     EmbedFunc,
     PreparedFile,
@@ -135,6 +136,17 @@ class KnowledgeDB:
         self.repaired_on_open = self.repair(drop_incomplete=drop_incomplete)  # document ids repaired
 
     # -- paths -----------------------------------------------------------------------------------
+
+    def allowing(self, white_paths: Sequence[str], max_file_count: int | None = None) -> KnowledgeDB:
+        """This knowledge base (same stores and lock, not opened or repaired again) accepting files
+        from ``white_paths`` instead, ``max_file_count`` at a time."""
+        view = copy.copy(self)
+        if not isinstance(white_paths, (list, tuple)) or not 1 <= len(white_paths) <= 1024:
+            raise fail("white_paths", white_paths, "a list of 1 to 1024 directories")
+        view.white_paths = [check_dir(f"white_paths[{i}]", p) for i, p in enumerate(white_paths)]
+        if max_file_count is not None:
+            view.max_file_count = check_int("max_file_count", max_file_count, 1, MAX_FILE_COUNT)
+        return view
 
     def check_file_path(self, file: Any) -> Path:
         """The resolved path of ``file``, which must lie inside ``white_paths``."""
@@ -387,7 +399,7 @@ class KnowledgeDB:
     def _require_admin(self) -> None:
         roles = self.knowledge_store.get_all_usr_role_by_knowledge(self.knowledge_name)
         if roles.get(self.user_id) != "admin":
-            raise KnowledgeError(f"{self.user_id!r} is not an admin of knowledge base {self.knowledge_name!r}")
+            raise PermissionDenied(f"{self.user_id!r} is not an admin of knowledge base {self.knowledge_name!r}")
 
     def _chunk_ids(self, document_id: int) -> list[int]:
         return [d.chunk_id for d in self.chunk_store.search_by_document_id(document_id) if d.chunk_id is not None]

@@ -23,16 +23,28 @@ from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore, choose_embedding, recorded_int8
 
-__all__ = ["LocalKnowledge"]
+__all__ = ["FAISS_INDEX", "SQL_DB", "LocalKnowledge", "folder_stores"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_USER = "Default"
+SQL_DB = "sql.db"  # a data folder's registry and chunks (mx_rag.app.workspace wires the same layout)
+FAISS_INDEX = "faiss.index"  # its vectors
+
+
+def folder_stores(root: str | Path, dimension: int) -> tuple[Any, Any]:
+    """The chunk store and the vector store of a plain data folder: ``(SQLiteDocstore, MindFAISS)``."""
+    from mx_rag.storage.document_store import SQLiteDocstore
+    from mx_rag.storage.vectorstore import MindFAISS
+
+    root = Path(root)
+    return (SQLiteDocstore(db_path=str(root / SQL_DB)),
+            MindFAISS(x_dim=dimension, devs=[0], load_local_index=str(root / FAISS_INDEX)))
 
 
 @dataclass
 class LocalKnowledge:
-    """A ``KnowledgeDB`` over ``<workdir>/sql.db`` and ``<workdir>/faiss.index``, with its embedder."""
+    """A ``KnowledgeDB`` over a data folder's ``SQL_DB`` and ``FAISS_INDEX``, with its embedder."""
 
     knowledge: KnowledgeDB
     embedding: Any
@@ -59,21 +71,20 @@ class LocalKnowledge:
         ``drop_incomplete`` as in ``KnowledgeDB``."""
         from mx_rag.document import LoaderMng
         from mx_rag.embedding.local import TextEmbedding
-        from mx_rag.storage.document_store import SQLiteDocstore
-        from mx_rag.storage.vectorstore import MindFAISS
 
         root = Path(workdir)
         root.mkdir(parents=True, exist_ok=True)
-        registry = KnowledgeStore(db_path=str(root / "sql.db"))
+        registry = KnowledgeStore(db_path=str(root / SQL_DB))
         recorded = registry.embedding_models()
         model = choose_embedding(embedding_model, recorded)
         embedding = TextEmbedding(model, int8=recorded_int8(model, recorded) if int8 is None else int8)
         registry.add_knowledge(knowledge_name, DEFAULT_USER, "admin")
         registry.check_embedding(knowledge_name, DEFAULT_USER, embedding.embedding_id, embedding.dimension)
+        chunks, vectors = folder_stores(root, embedding.dimension)
         knowledge = KnowledgeDB(
             knowledge_store=registry,
-            chunk_store=SQLiteDocstore(db_path=str(root / "sql.db")),
-            vector_store=MindFAISS(x_dim=embedding.dimension, devs=[0], load_local_index=str(root / "faiss.index")),
+            chunk_store=chunks,
+            vector_store=vectors,
             knowledge_name=knowledge_name,
             white_paths=[str(p) for p in white_paths],
             user_id=DEFAULT_USER,

@@ -15,7 +15,14 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mx_rag.embedding.local.model_info import embedding_id
-from mx_rag.errors import KnowledgeError, ParameterError, StorageError
+from mx_rag.errors import (
+    KnowledgeConflict,
+    KnowledgeError,
+    KnowledgeNotFound,
+    ParameterError,
+    PermissionDenied,
+    StorageError,
+)
 from mx_rag.knowledge.models import (
     DELETING,
     PENDING,
@@ -148,7 +155,7 @@ class KnowledgeStore:
             if any(row.user_id == user_id for row in rows):
                 return rows[0].knowledge_id
             if rows:
-                raise KnowledgeError(
+                raise KnowledgeConflict(
                     f"knowledge base {knowledge_name!r} already exists and {user_id!r} is not a member: "
                     "an admin must add them with add_usr_id_to_knowledge"
                 )
@@ -163,7 +170,7 @@ class KnowledgeStore:
         with self._session() as session:
             rows = self._members(session, knowledge_name)
             if not rows:
-                raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist")
+                raise KnowledgeNotFound(f"knowledge base {knowledge_name!r} does not exist")
             mine = [row for row in rows if row.user_id == user_id]
             if mine:
                 mine[0].role = role
@@ -183,7 +190,7 @@ class KnowledgeStore:
             rows = self._members(session, knowledge_name)
             mine = [row for row in rows if row.user_id == user_id and row.role == role]
             if not mine:
-                raise KnowledgeError(f"{user_id!r} has no role {role!r} in knowledge base {knowledge_name!r}")
+                raise KnowledgeNotFound(f"{user_id!r} has no role {role!r} in knowledge base {knowledge_name!r}")
             if len(rows) == 1 and not force:
                 raise KnowledgeError(f"{user_id!r} is the last member of {knowledge_name!r}; pass force=True")
             session.delete(mine[0])
@@ -199,7 +206,7 @@ class KnowledgeStore:
         with self._session() as session:
             member = self._role(session, knowledge_name, user_id)
             if member is None:
-                raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist for {user_id!r}")
+                raise KnowledgeNotFound(f"knowledge base {knowledge_name!r} does not exist for {user_id!r}")
             row = session.get(EmbeddingRecord, member.knowledge_id)
             if row is None:
                 session.add(EmbeddingRecord(knowledge_id=member.knowledge_id, model=model, dimension=dimension))
@@ -269,7 +276,7 @@ class KnowledgeStore:
         with self._session() as session:
             member = self._require(session, knowledge_name, user_id, admin=True)
             if self._find_docs(session, member.knowledge_id, file_path):
-                raise KnowledgeError(f"document {file_path!r} is already in knowledge base {knowledge_name!r}")
+                raise KnowledgeConflict(f"document {file_path!r} is already in knowledge base {knowledge_name!r}")
             row = DocumentModel(
                 knowledge_id=member.knowledge_id,
                 knowledge_name=knowledge_name,
@@ -406,9 +413,9 @@ class KnowledgeStore:
         check_user_id(user_id)
         member = self._role(session, knowledge_name, user_id)
         if member is None:
-            raise KnowledgeError(f"knowledge base {knowledge_name!r} does not exist for user {user_id!r}")
+            raise KnowledgeNotFound(f"knowledge base {knowledge_name!r} does not exist for user {user_id!r}")
         if admin and member.role != "admin":
-            raise KnowledgeError(f"{user_id!r} is not an admin of knowledge base {knowledge_name!r}")
+            raise PermissionDenied(f"{user_id!r} is not an admin of knowledge base {knowledge_name!r}")
         return member
 
     @staticmethod

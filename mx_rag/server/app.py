@@ -14,11 +14,12 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 
+from mx_rag.app.answers import Answerer
+from mx_rag.app.settings import ServerSettings
 from mx_rag.errors import ParameterError
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.llm.urls import chat_url
 from mx_rag.server import metrics
-from mx_rag.server.answers import Answerer
 from mx_rag.server.auth import Authenticator
 from mx_rag.server.errors import error_response, install_error_handling
 from mx_rag.server.guard import Guard
@@ -26,7 +27,6 @@ from mx_rag.server.kb_api import kb_router
 from mx_rag.server.openai_api import openai_router
 from mx_rag.server.schema import ERROR_RESPONSE, KEYED_ERRORS, PUBLIC_ERRORS
 from mx_rag.server.service import KnowledgeService
-from mx_rag.server.settings import ServerSettings
 from mx_rag.server.tei_api import tei_router
 from mx_rag.utils.common import MB
 
@@ -93,19 +93,17 @@ def _optional_routes(app: FastAPI, service: KnowledgeService, llm: Text2TextLLM,
 
 
 def server_llm(settings: ServerSettings, url: str) -> Text2TextLLM:
-    """The server's LLM client for the chat URL (or base URL) ``url``."""
-    from mx_rag.utils import ClientParam
+    """The server's LLM client for the chat URL (or base URL) ``url`` (``mx_rag.app.llm.llm_client``)."""
+    from mx_rag.app.llm import llm_client
 
-    key = settings.llm.api_key
-    param = ClientParam(use_http=True, timeout=int(settings.llm.timeout),
-                        api_key=None if key is None else key.get_secret_value())
-    return Text2TextLLM(base_url=chat_url(url), model_name=settings.llm.model, client_param=param)
+    llm: Text2TextLLM = llm_client(settings, url)
+    return llm
 
 
 def app_from_environment() -> FastAPI:
     """The app of one ``mxrag serve`` worker, from ``mxrag.toml`` and ``MXRAG_*`` variables (the
     command puts its options there, and the embedded LLM's URL in ``MXRAG_LLM__URL``)."""
-    from mx_rag.server.settings import load_settings
+    from mx_rag.app.settings import load_settings
 
     settings = load_settings()
     if settings.llm.url is None:

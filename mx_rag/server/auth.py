@@ -25,8 +25,8 @@ import time
 import anyio.to_thread
 from fastapi import Request
 
+from mx_rag.app.keys import KeyStore, Principal
 from mx_rag.server.errors import ApiError
-from mx_rag.server.keys import KeyStore, Principal
 
 __all__ = ["CACHE_S", "PRINCIPAL", "Authenticator"]
 

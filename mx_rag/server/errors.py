@@ -22,7 +22,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mx_rag.errors import ExtraNotInstalledError, KnowledgeError, MxRagError, ParameterError, RemoteError
+from mx_rag.app.errors import kind_of
+from mx_rag.errors import MxRagError
 
 __all__ = ["BODY_IDLE_S", "MIN_BODY_RATE", "ApiError", "BodyLimit", "error_response", "install_error_handling"]
 
@@ -46,25 +47,6 @@ class ApiError(Exception):
 def error_response(status: int, code: str, message: str) -> JSONResponse:
     text = " ".join(message.split())[:_MESSAGE_CHARS]
     return JSONResponse({"error": {"code": code, "message": text}}, status_code=status)
-
-
-def _status_of(exc: MxRagError) -> tuple[int, str]:
-    if isinstance(exc, ParameterError):
-        return 400, "invalid_argument"
-    if isinstance(exc, KnowledgeError):
-        text = str(exc)
-        if "does not exist" in text or " has no " in text:
-            return 404, "not_found"
-        if "already exists" in text or "already in" in text:
-            return 409, "conflict"
-        if "is not an admin" in text:
-            return 403, "forbidden"
-        return 400, "knowledge_error"
-    if isinstance(exc, RemoteError):
-        return 502, "upstream_error"
-    if isinstance(exc, ExtraNotInstalledError):
-        return 501, "not_installed"
-    return 500, "internal_error"
 
 
 class _BodyRefused(HTTPException):
@@ -159,7 +141,8 @@ def install_error_handling(app: FastAPI, max_body_bytes: int, max_upload_bytes: 
 
     @app.exception_handler(MxRagError)
     async def _ours(request: Request, exc: MxRagError) -> JSONResponse:
-        status, code = _status_of(exc)
+        kind = kind_of(exc)  # by type: mx_rag.app.errors holds the one table
+        status, code = kind.status, kind.code
         if status >= 500:
             logger.warning("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
             message = f"the request failed ({type(exc).__name__})" if status == 500 else str(exc)

@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy import Engine, Float, Integer, MetaData, String, Text, delete, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from mx_rag.errors import KnowledgeError
+from mx_rag.errors import KnowledgeNotFound
 from mx_rag.knowledge.store import create_tables
 
 __all__ = ["ACTIVE", "IngestJob", "JobStore"]
@@ -155,7 +155,7 @@ class JobStore:
         with self._session() as session:
             row = session.get(_JobRow, job_id)
             if row is None or row.user_id != user_id or row.knowledge_name != knowledge_name:
-                raise KnowledgeError(f"knowledge base {knowledge_name!r} has no job {job_id!r}")
+                raise KnowledgeNotFound(f"knowledge base {knowledge_name!r} has no job {job_id!r}")
             return IngestJob(row.id, row.knowledge_name, row.status, row.total, row.processed,
                              json.loads(row.results), row.error)
 

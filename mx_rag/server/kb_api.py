@@ -31,9 +31,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.datastructures import UploadFile
 
+from mx_rag.app.users import Principal
 from mx_rag.errors import ParameterError
 from mx_rag.server.errors import ApiError
-from mx_rag.server.keys import Principal
 from mx_rag.server.service import KnowledgeService
 from mx_rag.utils.common import TEXT_MAX_LEN
 

@@ -46,13 +46,15 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mx_rag.errors import KnowledgeError, ParameterError, RemoteError
+from mx_rag.app.answers import Answerer, Question, source_entries
+from mx_rag.app.chains import CHAIN_TYPES
+from mx_rag.app.errors import kind_of
+from mx_rag.app.users import Principal
+from mx_rag.errors import KnowledgeError, MxRagError, ParameterError, PermissionDenied
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
-from mx_rag.server.answers import SERVED_CHAINS, Answerer, Question, source_entries
 from mx_rag.server.auth import Authenticator
 from mx_rag.server.errors import ApiError, error_response
-from mx_rag.server.keys import Principal
 from mx_rag.server.service import KBNAME_PATTERN, KnowledgeService, check_kb_name
 from mx_rag.utils.common import MB
 
@@ -91,11 +93,14 @@ def one_line(text: str) -> str:
     return " ".join(_PYDANTIC_LINK.sub("", text).split())[:_MESSAGE_CHARS]
 
 
-def _refusal(exc: Exception) -> ToolError:
+def _refusal(exc: Exception) -> Exception:
     """A ToolError with the one-line text of an expected failure (bad argument, no such knowledge
-    base, not an admin, the LLM failed)."""
-    text = exc.message if isinstance(exc, ApiError) else str(exc)
-    return ToolError(one_line(text))
+    base, not an admin, the LLM failed: ``mx_rag.app.errors`` decides by type); any other error as it is."""
+    if isinstance(exc, ApiError):
+        return ToolError(one_line(exc.message))
+    if not kind_of(exc).expected:
+        return exc
+    return ToolError(one_line(str(exc)))
 
 
 def _check_text(name: str, value: Any) -> str:
@@ -155,7 +160,7 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
         who = principal_of(ctx)
         try:
             return {"knowledge_bases": service.names(who)}
-        except (ParameterError, KnowledgeError) as exc:
+        except MxRagError as exc:
             raise _refusal(exc) from None
 
     @server.tool(description="Search a knowledge base: the k passages closest to the query, each with its "
@@ -165,7 +170,7 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
         who = principal_of(ctx)
         try:
             docs = service.retriever(who, kb, k=k).invoke(query)
-        except (ParameterError, KnowledgeError) as exc:
+        except MxRagError as exc:
             raise _refusal(exc) from None
         found = [{"page_content": d.page_content, "metadata": d.metadata} for d in docs]
         return {"knowledge_base": kb, "chunks": source_entries({"source_documents": found})}
@@ -175,15 +180,15 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
     def ask(ctx: Context, kb: KbArg, question: QuestionArg, chain: ChainArg = None) -> dict[str, Any]:
         kb, question = _check_kb(kb), _check_text("question", question)
         chain_type = settings.chain.type if chain is None else chain
-        if chain_type not in SERVED_CHAINS:
-            raise ToolError(f"chain must be one of {', '.join(SERVED_CHAINS)}, got {chain_type!r}")
+        if chain_type not in CHAIN_TYPES:
+            raise ToolError(f"chain must be one of {', '.join(CHAIN_TYPES)}, got {chain_type!r}")
         who = principal_of(ctx)
         asked = Question(question, [])
         config = LLMParameterConfig(max_tokens=settings.llm.max_tokens, temperature=settings.llm.temperature)
         try:
             chain = answerer.chain(who, kb, chain_type, asked, None)
             result = answerer.answer(chain, asked, config)
-        except (ParameterError, KnowledgeError, RemoteError, ApiError) as exc:
+        except MxRagError as exc:
             raise _refusal(exc) from None
         return {"knowledge_base": kb, "answer": str(result.get("result", "")).strip(),
                 "sources": source_entries(result)}
@@ -195,7 +200,7 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
         who = principal_of(ctx)
         try:
             return _add_document(service, who, kb, filename, content_base64)
-        except (ParameterError, KnowledgeError) as exc:
+        except MxRagError as exc:
             raise _refusal(exc) from None
 
     return server
@@ -204,7 +209,7 @@ def build_server(service: KnowledgeService, llm: Text2TextLLM, principal_of: Pri
 def _add_document(service: KnowledgeService, who: Principal, kb: str, filename: Any, content: Any) -> dict[str, Any]:
     service.require_admin(who, kb)  # before anything is kept: no such knowledge base, or only a member
     if not who.admin:
-        raise KnowledgeError("adding documents needs an admin key (mxrag keys create USER --admin): "
+        raise PermissionDenied("adding documents needs an admin key (mxrag keys create USER --admin): "
                              "this key may only read and ask")
     if not isinstance(filename, str):
         raise ParameterError("filename must be a string")

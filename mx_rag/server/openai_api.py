@@ -24,12 +24,12 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from mx_rag.app.answers import Answerer, parse_model, question_of, source_entries
+from mx_rag.app.users import Principal
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.usage import Usage, start_usage_meter, usage_meter
 from mx_rag.server import metrics
-from mx_rag.server.answers import Answerer, parse_model, question_of, source_entries
 from mx_rag.server.errors import ApiError
-from mx_rag.server.keys import Principal
 from mx_rag.utils.common import TEXT_MAX_LEN
 
 __all__ = ["ChatRequest", "EmbeddingRequest", "openai_router"]
@@ -96,9 +96,7 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
             "id": ident, "object": "chat.completion", "created": created, "model": body.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
             "usage": _usage(usage, question.text, answer),
-            "sources": source_entries(result),
-            **({"graph": result["graph"]} if "graph" in result else {}),
-            **({"cached": True} if result.get("cached") else {}),
+            **_extra(result),
         }
 
     @router.post("/v1/embeddings")
@@ -115,6 +113,12 @@ def openai_router(answerer: Answerer, principal: Any) -> APIRouter:
                           "total_tokens": sum(len(t.split()) for t in texts)}}
 
     return router
+
+
+def _extra(result: dict[str, Any]) -> dict[str, Any]:
+    """What an answer carries besides its text: sources, a graph chain's graph, whether it was cached."""
+    return {"sources": source_entries(result), **({"graph": result["graph"]} if "graph" in result else {}),
+            **({"cached": True} if result.get("cached") else {})}
 
 
 def _base64(vector: Any) -> str:
@@ -141,22 +145,23 @@ def _sse(answerer: Answerer, chain: Any, question: Any, config: LLMParameterConf
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    answer = ""
+    pieces: list[str] = []  # joined only for a word count, where the LLM reported no usage
     # Starlette runs each step of this generator in a fresh copy of the context: every step of
     # the chain runs in this one Context instead, so the usage meter sees the whole stream.
     context = contextvars.copy_context()
     usage = context.run(start_usage_meter)
     items = answerer.stream(chain, question, config)
-    extra: dict[str, Any] = {}  # what the last chunk carries besides usage: sources, and a graph chain's graph
+    result: dict[str, Any] = {}
     try:
         while (item := context.run(next, items, None)) is not None:
             kind, value = item
             if kind == "delta":
-                answer += value
+                pieces.append(value)
                 yield chunk({"content": value})
             else:
-                extra[kind] = value
-        yield chunk({}, "stop", usage=_usage(usage, question.text, answer), **extra)
+                result = value
+        answer = "" if usage.reported else "".join(pieces)
+        yield chunk({}, "stop", usage=_usage(usage, question.text, answer), **_extra(result))
     except Exception as exc:  # the status line is sent: the error goes in the stream
         error = {"error": {"code": "upstream_error", "message": " ".join(str(exc).split())[:500]}}
         yield f"data: {json.dumps(error)}\n\n"

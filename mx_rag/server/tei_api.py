@@ -32,11 +32,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
+from mx_rag.app.users import Principal
 from mx_rag.embedding.inputs import MAX_TEXT_LEN
 from mx_rag.errors import MxRagError
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.server.errors import ApiError
-from mx_rag.server.keys import Principal
 from mx_rag.server.service import KnowledgeService
 from mx_rag.utils.common import MAX_BATCH_SIZE, MAX_PROMPT_LENGTH
 

@@ -112,7 +112,7 @@ def test_a_setting_out_of_range_names_the_setting_and_the_range(tmp_path: Path, 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "mx_rag.cli", "--debug", "kb", "show", "nope", "--data-dir", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=clean_env(), check=False)
-    assert done.returncode == 1 and "Traceback" in done.stderr and "KnowledgeError" in done.stderr
+    assert done.returncode == 1 and "Traceback" in done.stderr and "KnowledgeNotFound" in done.stderr
     command.remove("--debug")
     quiet = subprocess.run(command, capture_output=True, text=True, timeout=120, env=clean_env(), check=False)
     assert quiet.returncode == 1 and one_line_error(quiet.stderr)

@@ -117,7 +117,7 @@ def test_operator_commands_reach_a_keys_user(tmp_path: Path) -> None:
     """``kb show --user`` and ``kb repair --check --user/--all`` see a knowledge base made through a key."""
     import io
 
-    from mx_rag.server.keys import Principal
+    from mx_rag.app.users import Principal
     from mx_rag.server.service import KnowledgeService
     from mx_rag.server.settings import load_settings
 

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from mx_rag.app.users import Principal
 from mx_rag.chain import SingleText2TextChain
 from mx_rag.llm import Text2TextLLM
 from mx_rag.server.app import create_app
-from mx_rag.server.keys import Principal
 from mx_rag.server.runner import AppServer
 from mx_rag.server.service import KnowledgeService
 from mx_rag.server.settings import load_settings
@@ -87,7 +87,7 @@ def test_a_repeated_question_is_answered_from_the_cache_until_the_documents_chan
 
 
 def test_each_user_has_its_own_cache(served: tuple[str, KnowledgeService]) -> None:
-    from mx_rag.server.answer_cache import AnswerCaches
+    from mx_rag.app.answer_cache import AnswerCaches
 
     _, service = served
     caches = AnswerCaches(service)

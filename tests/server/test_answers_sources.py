@@ -1,6 +1,6 @@
 """How the API shows the sources of an answer (``source_entries``): one similarity scale for all."""
 
-from mx_rag.server.answers import source_entries
+from mx_rag.app.answers import source_entries
 
 
 def test_a_keyword_only_passage_has_no_similarity_score() -> None:

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from mx_rag.app.users import Principal
 from mx_rag.llm import Text2TextLLM
 from mx_rag.server.app import create_app
-from mx_rag.server.keys import Principal
 from mx_rag.server.runner import AppServer
 from mx_rag.server.service import LOCAL_USER, KnowledgeService
 from mx_rag.server.settings import load_settings

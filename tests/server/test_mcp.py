@@ -28,8 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from mx_rag.app.users import Principal
 from mx_rag.server.app import create_app, server_llm
-from mx_rag.server.keys import Principal
 from mx_rag.server.runner import AppServer
 from mx_rag.server.service import LOCAL_USER, KnowledgeService
 from mx_rag.server.settings import load_settings

@@ -167,7 +167,7 @@ def test_openai_chat_answers_through_the_knowledge_base(openai_client: Any, chai
 def test_the_answer_instruction_is_in_the_questions_language(openai_client: Any, question: str,
                                                               chinese: bool) -> None:
     """The question comes before the passages and again after the instruction, labelled in its language."""
-    from mx_rag.server.answers import ANSWER_PROMPT, ANSWER_PROMPT_ZH
+    from mx_rag.app.answers import ANSWER_PROMPT, ANSWER_PROMPT_ZH
 
     completion = openai_client.chat.completions.create(model=KB, messages=[{"role": "user", "content": question}])
     prompt = completion.choices[0].message.content.removeprefix("echo: ")  # the scripted LLM echoes the prompt
@@ -559,9 +559,9 @@ def test_health_ready_and_metrics(served: Served) -> None:
 def test_deleting_a_document_keeps_a_users_own_file(served: Served, tmp_path: Path) -> None:
     """A document ingested from the user's folder (as ``mxrag ingest --kb`` does) is deleted from the
     knowledge base; the user's file stays. An upload's copy is removed."""
+    from mx_rag.app.users import Principal
     from mx_rag.knowledge import KnowledgeDB
     from mx_rag.knowledge.ingest import ingest_files
-    from mx_rag.server.keys import Principal
 
     service = served.service
     own = tmp_path / "notes.txt"
@@ -581,8 +581,8 @@ def test_deleting_a_document_keeps_a_users_own_file(served: Served, tmp_path: Pa
 def test_a_data_folder_opens_with_the_embedding_model_that_built_it(tmp_path: Path) -> None:
     """A folder built with MiniLM (the default before e5) keeps answering with it when no model is
     configured; naming another model for it is refused, and a new folder gets the default."""
+    from mx_rag.app.users import Principal
     from mx_rag.errors import KnowledgeError
-    from mx_rag.server.keys import Principal
 
     alice = Principal(ALICE, admin=True)
     old = KnowledgeService(load_settings(data_dir=tmp_path / "old", embedding={"model": "all-MiniLM-L6-v2"}))

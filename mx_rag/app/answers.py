@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mx_rag.app.chains import CHAIN_TYPES
+from mx_rag.app.service import KnowledgeService, check_kb_name
+from mx_rag.app.users import Principal
+from mx_rag.errors import KnowledgeNotFound, ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
-from mx_rag.server.errors import ApiError
-from mx_rag.server.keys import Principal
-from mx_rag.server.service import KnowledgeService, check_kb_name
 from mx_rag.utils.text import has_han
 
-__all__ = ["SERVED_CHAINS", "Answerer", "Question", "answer_prompt", "parse_model", "source_entries"]
+__all__ = ["Answerer", "Question", "answer_prompt", "parse_model", "question_of", "source_entries"]
 
-SERVED_CHAINS = ("single", "parallel", "hybrid", "multi-query", "graph", "corag")
 CORAG_PATH_LENGTH = 3  # retrieval steps of a served CoRAG answer (greedy decoding)
 MAX_HISTORY = 15  # earlier turns sent before the question (chains take at most 16 messages)
 ANSWER_PROMPT = "Answer the question using the information above. If it is not there, say so."
@@ -49,16 +49,20 @@ class Question:
 
 
 def parse_model(model: str, default_chain: str) -> tuple[str, str]:
-    """``"kb"`` or ``"kb/chain"`` -> (knowledge base, chain); ApiError 400 for an unknown chain."""
+    """``"kb"`` or ``"kb/chain"`` -> (knowledge base, chain).
+
+    Raises:
+        ParameterError: an unknown chain.
+        KnowledgeNotFound: ``model`` cannot name a knowledge base.
+    """
     name, _, chain = model.partition("/")
     chain = chain or default_chain
-    if chain not in SERVED_CHAINS:
-        raise ApiError(400, "invalid_argument",
-                       f"model {model!r}: chain {chain!r} is not one of {', '.join(SERVED_CHAINS)}")
+    if chain not in CHAIN_TYPES:
+        raise ParameterError(f"model {model!r}: chain {chain!r} is not one of {', '.join(CHAIN_TYPES)}")
     try:
         check_kb_name(name)
-    except Exception as exc:
-        raise ApiError(404, "not_found", f"model {model!r} names no knowledge base") from exc
+    except ParameterError as exc:
+        raise KnowledgeNotFound(f"model {model!r} names no knowledge base") from exc
     return name, chain
 
 
@@ -67,7 +71,7 @@ def question_of(messages: list[dict[str, Any]]) -> Question:
     turns = [(m.get("role"), _text(m.get("content"))) for m in messages]
     users = [i for i, (role, _) in enumerate(turns) if role == "user"]
     if not users or not turns[users[-1]][1].strip():
-        raise ApiError(400, "invalid_argument", "messages must end with a non-empty user message")
+        raise ParameterError("messages must end with a non-empty user message")
     last = users[-1]
     history = [{"role": str(role), "content": text} for role, text in turns[:last]
                if role in ("system", "user", "assistant") and text]
@@ -121,8 +125,8 @@ class Answerer:
         if chain == "graph":
             if not self.service.is_graph(who, kb):
                 self.service.open(who, kb)  # 404 first for a knowledge base the caller cannot see
-                raise ApiError(400, "invalid_argument",
-                               f"knowledge base {kb!r} keeps no graph: create it with graph=true for the graph chain")
+                raise ParameterError(f"knowledge base {kb!r} keeps no graph: create it with graph=true for the "
+                                     "graph chain")
             retriever = self.service.graph(who, kb).as_retriever(reranker_top_k=k or self.service.settings.chain.k)
             return GraphChain(GraphRagText2TextChain(llm=self.llm, retriever=retriever,
                                                      sys_messages=question.history or None, source=True), retriever)
@@ -142,7 +146,7 @@ class Answerer:
         if not self.service.settings.cache.enabled or question.history:
             return built
         if self._caches is None:
-            from mx_rag.server.answer_cache import AnswerCaches
+            from mx_rag.app.answer_cache import AnswerCaches
 
             self._caches = AnswerCaches(self.service)
         return self._caches.wrap(who, kb, chain, k, built)
@@ -175,7 +179,9 @@ class Answerer:
         return result
 
     def stream(self, chain: Any, question: Question, config: LLMParameterConfig) -> Iterator[tuple[str, Any]]:
-        """("delta", text) items, then ("sources", entries), then for a graph chain ("graph", view)."""
+        """The answer as ("delta", text) items, then ("result", the whole result as ``answer``
+        returns it). The chains stream the answer so far; this is the one place that turns it
+        into deltas (the server's SSE and the command line send them on as they are)."""
         sent, last = "", {}
         for item in chain.query(question.text, config.replace(stream=True)):
             last = item
@@ -183,11 +189,9 @@ class Answerer:
             if text.startswith(sent) and len(text) > len(sent):
                 yield "delta", text[len(sent):]
                 sent = text
-        yield "sources", source_entries(last)
-        if last.get("cached"):
-            yield "cached", True
         if isinstance(chain, GraphChain):
-            yield "graph", chain.view(question.text, last)
+            last = {**last, "graph": chain.view(question.text, last)}
+        yield "result", last
 
 
 class GraphChain:

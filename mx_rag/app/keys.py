@@ -20,6 +20,7 @@ from sqlalchemy import Boolean, DateTime, Engine, Integer, MetaData, String, sel
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from mx_rag.app.users import Principal
 from mx_rag.errors import KnowledgeError, StorageError
 from mx_rag.knowledge.store import check_user_id, create_tables
 from mx_rag.utils.checks import check_bool, check_str
@@ -45,14 +46,6 @@ class _KeyRow(_Base):
     name: Mapped[str] = mapped_column(String(128), default="")
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked: Mapped[bool] = mapped_column(Boolean, default=False)
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who a request acts for."""
-
-    user_id: str
-    admin: bool
 
 
 @dataclass(frozen=True)
