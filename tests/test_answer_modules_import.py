@@ -8,7 +8,8 @@ import pytest
 
 HEAVY = ("torch", "faiss", "transformers", "sentence_transformers", "pymilvus", "xllamacpp", "sklearn")
 PACKAGES = {
-    "mx_rag.cache": ["CacheChainChat", "CacheConfig", "EvictPolicy", "MxRAGCache", "SimilarityCacheConfig"],
+    "mx_rag.cache": ["CacheChainChat", "CacheConfig", "EvictPolicy", "MarkDownParser", "MxRAGCache", "QAGenerate",
+                     "QAGenerationConfig", "SimilarityCacheConfig"],
     "mx_rag.evaluate": ["RAGEvaluator"],
     "mx_rag.compress": ["ClusterCompressor", "PromptCompressor", "RerankCompressor"],
     "mx_rag.summary": ["Summary"],
