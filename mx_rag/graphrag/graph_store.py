@@ -39,8 +39,24 @@ def joined_description(descriptions: Mapping[str, str]) -> str:
     return DESCRIPTION_SEPARATOR.join(seen)
 
 
+class _Supported:
+    """What a node and an edge derive from their ``descriptions`` (chunk id -> description)."""
+
+    descriptions: Mapping[str, str]
+
+    @property
+    def sources(self) -> frozenset[str]:
+        """The ids of the chunks that support this node or edge."""
+        return frozenset(self.descriptions)
+
+    @property
+    def description(self) -> str:
+        """The distinct non-empty descriptions, one per line."""
+        return joined_description(self.descriptions)
+
+
 @dataclass(frozen=True)
-class Node:
+class Node(_Supported):
     """One entity of the graph.
 
     Attributes:
@@ -70,19 +86,9 @@ class Node:
             object.__setattr__(self, "label", self.name)
         object.__setattr__(self, "descriptions", _frozen(self.descriptions))
 
-    @property
-    def sources(self) -> frozenset[str]:
-        """The ids of the chunks that support this node."""
-        return frozenset(self.descriptions)
-
-    @property
-    def description(self) -> str:
-        """The distinct non-empty descriptions, one per line."""
-        return joined_description(self.descriptions)
-
 
 @dataclass(frozen=True)
-class Edge:
+class Edge(_Supported):
     """One relation ``source -relation-> target`` between two stored nodes (by ``Node.name``).
 
     ``(source, target, relation)`` is the key: two different relations between the same nodes
@@ -106,15 +112,6 @@ class Edge:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.source, self.target, self.relation)
-
-    @property
-    def sources(self) -> frozenset[str]:
-        """The ids of the chunks that support this edge."""
-        return frozenset(self.descriptions)
-
-    @property
-    def description(self) -> str:
-        return joined_description(self.descriptions)
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from mx_rag.utils.atomic import fsync_dir, remove_stale_temps, write_atomic
 
 __all__ = ["ChangeJournal", "ChunkRecord", "ChunkRegistry", "GraphChange", "chunk_id", "chunk_number", "content_hash"]
 
-FORMAT = "mxrag-graph-chunks"
-VERSION = 1
+REGISTRY_FORMAT = "mxrag-graph-chunks"
+REGISTRY_VERSION = 1
 JOURNAL_FORMAT = "mxrag-graph-journal"
 JOURNAL_VERSION = 1
 
@@ -73,8 +73,12 @@ def _extraction_from_json(data: dict[str, Any]) -> Extraction:
                       tuple(Relation(*map(str, r)) for r in data["relations"]))
 
 
-class ChunkRegistry:
-    """Documents -> chunks -> texts, and text hash -> extraction. Thread-safe."""
+class _SealedJson:
+    """A JSON file written atomically, through ``encrypt_fn`` / ``decrypt_fn`` when given."""
+
+    FORMAT = ""
+    VERSION = 0
+    WHAT = ""
 
     def __init__(
         self,
@@ -85,12 +89,34 @@ class ChunkRegistry:
         self._path = path
         self._encrypt_fn = encrypt_fn
         self._decrypt_fn = decrypt_fn
+        remove_stale_temps(path)
+
+    def _save(self, data: dict[str, Any]) -> None:
+        text = json.dumps({"format": self.FORMAT, "version": self.VERSION, **data}, ensure_ascii=False,
+                          separators=(",", ":"), default=str)
+        _write(self._path, text, self._encrypt_fn, self.WHAT)
+
+    def _data(self) -> dict[str, Any]:
+        return _read(self._path, self._decrypt_fn, self.FORMAT, self.VERSION)
+
+
+class ChunkRegistry(_SealedJson):
+    """Documents -> chunks -> texts, and text hash -> extraction. Thread-safe."""
+
+    FORMAT, VERSION, WHAT = REGISTRY_FORMAT, REGISTRY_VERSION, "the chunk registry"
+
+    def __init__(
+        self,
+        path: Path,
+        encrypt_fn: Callable[[str], str] | None = None,
+        decrypt_fn: Callable[[str], str] | None = None,
+    ) -> None:
+        super().__init__(path, encrypt_fn, decrypt_fn)
         self._lock = threading.RLock()
         self._documents: dict[str, list[str]] = {}
         self._chunks: dict[str, ChunkRecord] = {}
         self._extractions: dict[str, Extraction] = {}
         self._numbers: dict[int, str] = {}
-        remove_stale_temps(path)
         if path.exists():
             self._load()
 
@@ -186,18 +212,16 @@ class ChunkRegistry:
 
     def save(self) -> None:
         with self._lock:
-            data = {
-                "format": FORMAT, "version": VERSION, "documents": self._documents,
+            self._save({
+                "documents": self._documents,
                 "chunks": {i: _chunk_to_json(c) for i, c in self._chunks.items()},
                 "extractions": {h: _extraction_to_json(e) for h, e in self._extractions.items()},
-            }
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-        _write(self._path, text, self._encrypt_fn, "the chunk registry")
+            })
 
     def _load(self) -> None:
         where = f"the chunk registry {str(self._path)!r}"
         try:
-            data = _read(self._path, self._decrypt_fn, FORMAT, VERSION)
+            data = self._data()
             self._documents = {str(d): [str(i) for i in ids] for d, ids in data["documents"].items()}
             self._chunks = {str(i): _chunk_from_json(i, row) for i, row in data["chunks"].items()}
             self._extractions = {str(h): _extraction_from_json(e) for h, e in data["extractions"].items()}
@@ -268,19 +292,10 @@ class GraphChange:
         return list(dict.fromkeys(i for ids in self.drop.values() for i in ids if i not in kept))
 
 
-class ChangeJournal:
+class ChangeJournal(_SealedJson):
     """The file holding the ``GraphChange`` in progress (absent when none is)."""
 
-    def __init__(
-        self,
-        path: Path,
-        encrypt_fn: Callable[[str], str] | None = None,
-        decrypt_fn: Callable[[str], str] | None = None,
-    ) -> None:
-        self._path = path
-        self._encrypt_fn = encrypt_fn
-        self._decrypt_fn = decrypt_fn
-        remove_stale_temps(path)
+    FORMAT, VERSION, WHAT = JOURNAL_FORMAT, JOURNAL_VERSION, "the graph journal"
 
     @property
     def path(self) -> Path:
@@ -288,14 +303,11 @@ class ChangeJournal:
 
     def write(self, change: GraphChange) -> None:
         """Record ``change`` durably (atomically replacing any earlier one)."""
-        data = {
-            "format": JOURNAL_FORMAT, "version": JOURNAL_VERSION,
+        self._save({
             "put": {d: [[c.id, *_chunk_to_json(c)] for c in chunks] for d, chunks in change.put.items()},
             "drop": {d: list(ids) for d, ids in change.drop.items()},
             "extractions": {h: _extraction_to_json(e) for h, e in change.extractions.items()},
-        }  # fmt: skip
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-        _write(self._path, text, self._encrypt_fn, "the graph journal")
+        })  # fmt: skip
 
     def read(self) -> GraphChange | None:
         """The change recorded, or None when there is none.
@@ -307,7 +319,7 @@ class ChangeJournal:
         if not self._path.exists():
             return None
         try:
-            data = _read(self._path, self._decrypt_fn, JOURNAL_FORMAT, JOURNAL_VERSION)
+            data = self._data()
             put = {str(d): [_chunk_from_json(row[0], row[1:]) for row in rows] for d, rows in data["put"].items()}
             drop = {str(d): [str(i) for i in ids] for d, ids in data["drop"].items()}
             extractions = {str(h): _extraction_from_json(e) for h, e in data["extractions"].items()}
