@@ -132,8 +132,11 @@ def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
         session.add_all(rows)
         session.flush()
         doc_ids = [row.document_id for row in rows]
-    params = [chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
-              for f, d in zip(files, doc_ids, strict=True) for i, (t, m) in enumerate(zip(f.texts, f.metadatas))]
+    params = [
+        chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
+        for f, d in zip(files, doc_ids, strict=True)
+        for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
+    ]
     separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
     with chunks._write() as conn:  # type: ignore[attr-defined]
         ids = chunks._insert(conn, params)  # type: ignore[attr-defined]

@@ -241,7 +241,7 @@ class KnowledgeDB:
 
     def document_ids(self) -> list[int]:
         """Ids of the ready documents; use them as a retrieval filter for this knowledge base."""
-        return [row.document_id for row in self.get_all_documents()]
+        return self.knowledge_store.ready_document_ids(self.knowledge_name, self.user_id)
 
     def as_retriever(
         self,
@@ -270,7 +270,9 @@ class KnowledgeDB:
     def scoped(self, retriever: Any, k: int | None = None) -> KnowledgeRetriever:
         """``retriever`` (any mx_rag retriever taking a per-call ``filter_dict``) limited to this
         knowledge base's current documents; ``k``, when given, is asked of it on every call."""
-        return KnowledgeRetriever(retriever=retriever, document_ids=self.document_ids, k=k)
+        return KnowledgeRetriever(
+            retriever=retriever, document_ids=self.document_ids, k=k, generation=self.knowledge_store.generation
+        )
 
     # -- consistency -----------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_ID",
     "MAX_IDS",
     "MAX_TOP_K",
+    "DocumentIds",
     "check_filter",
     "check_id",
     "check_ids",
@@ -102,6 +103,24 @@ def check_ids(
     return array
 
 
+class DocumentIds(list[int]):
+    """A checked, sorted, duplicate-free list of document ids that stays unchanged: ``check_filter``
+    returns it as is (no per-id check), and stores may keep what they derive from it (an id array,
+    a selector) for as long as the same object comes back. ``KnowledgeRetriever`` passes one per
+    knowledge-base generation. ``members`` is a frozenset of the ids, for membership tests.
+    """
+
+    def __init__(self, ids: Any = ()) -> None:
+        super().__init__(sorted(set(_id_values("document_ids", ids, 0))))
+        self.members = frozenset(self)
+
+    def _frozen(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("DocumentIds cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _frozen
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _frozen
+
+
 def check_filter(filter_dict: Any) -> list[int] | None:
     """The document ids a ``filter_dict`` keeps (sorted, unique), or None for no filter.
 
@@ -121,4 +140,7 @@ def check_filter(filter_dict: Any) -> list[int] | None:
     unknown = sorted(str(key) for key in filter_dict if key not in FILTER_KEYS)
     if unknown:
         raise ParameterError(f"filter_dict keys must be in {list(FILTER_KEYS)}, got unsupported keys {unknown}")
-    return sorted(set(_id_values("filter_dict['document_id']", filter_dict["document_id"], 0)))
+    value = filter_dict["document_id"]
+    if isinstance(value, DocumentIds):
+        return value
+    return sorted(set(_id_values("filter_dict['document_id']", value, 0)))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import check_filter, check_ids, check_k
+from mx_rag.storage.validation import DocumentIds, check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _sidecar
 from mx_rag.storage.vectorstore._atomic import remove_stale_temps, write_atomic
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_params
@@ -105,6 +105,7 @@ class MindFAISS(VectorStore):
         self._by_doc: dict[int, set[int]] = {}
         self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
         self._filter_arrays: dict[tuple[int, ...], np.ndarray] = {}  # the same for multi-document filters
+        self._known_filter: tuple[DocumentIds, np.ndarray] | None = None  # the last DocumentIds and its ids
         self._index: FaissIndex = backend.FaissIndex(spec)
         if device is not None:
             gpus = backend.faiss.get_num_gpus()
@@ -325,6 +326,7 @@ class MindFAISS(VectorStore):
             self._by_doc.setdefault(doc, set()).add(vid)
             self._doc_arrays.pop(doc, None)
         self._filter_arrays.clear()
+        self._known_filter = None
 
     def _drop(self, ids: np.ndarray) -> None:
         self._index.remove(ids)
@@ -336,6 +338,7 @@ class MindFAISS(VectorStore):
             if not members:
                 del self._by_doc[doc]
         self._filter_arrays.clear()
+        self._known_filter = None
 
     def _restore(self, ids: np.ndarray, vectors: np.ndarray, tags: dict[int, int]) -> None:
         self._index.add(ids, vectors)
@@ -346,7 +349,18 @@ class MindFAISS(VectorStore):
         self._index.add(ids, vectors)
 
     def _ids_of(self, docs: list[int]) -> np.ndarray:
-        """The vector ids of ``docs`` (each document's array is cached until its vectors change)."""
+        """The vector ids of ``docs`` (each document's array is cached until its vectors change;
+        a ``DocumentIds`` filter's array too, for as long as that object comes back)."""
+        if isinstance(docs, DocumentIds):
+            known = self._known_filter
+            if known is not None and known[0] is docs:
+                return known[1]
+            merged = self._merged_ids(docs)
+            self._known_filter = (docs, merged)
+            return merged
+        return self._merged_ids(docs)
+
+    def _merged_ids(self, docs: list[int]) -> np.ndarray:
         arrays = []
         for doc in dict.fromkeys(docs):
             array = self._doc_arrays.get(doc)
@@ -359,6 +373,10 @@ class MindFAISS(VectorStore):
                 arrays.append(array)
         if len(arrays) == 1:
             return arrays[0]
+        if isinstance(docs, DocumentIds):
+            whole = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+            whole.flags.writeable = False
+            return whole
         key = tuple(docs)
         merged = self._filter_arrays.get(key)
         if merged is None:
