@@ -29,6 +29,8 @@ __all__ = [
     "MAX_ID",
     "MAX_IDS",
     "MAX_TOP_K",
+    "POST_FILTER_FETCH",
+    "POST_FILTER_MIN_IDS",
     "DocumentIds",
     "check_filter",
     "check_id",
@@ -40,6 +42,12 @@ __all__ = [
 MAX_ID = 2**63 - 1
 MAX_IDS = 1_000_000
 MAX_FILTER_KEYS = 32
+# A filter on more documents than this is first applied after an unfiltered search for
+# POST_FILTER_FETCH * k hits, keeping those of the documents (a knowledge base that fills most of a
+# shared store); only where fewer than k remain does the store search with the filter. A filter
+# of 100,000 ids costs more than the search itself, in SQL (IN lists) and in Milvus (expressions).
+POST_FILTER_MIN_IDS = 1000
+POST_FILTER_FETCH = 4
 FILTER_KEYS = ("document_id",)
 
 

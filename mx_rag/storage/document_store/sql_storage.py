@@ -33,18 +33,20 @@ from mx_rag.storage.document_store.chunk_rows import (
 from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
-from mx_rag.storage.validation import check_filter, check_id, check_ids, check_top_k
+from mx_rag.storage.validation import (
+    POST_FILTER_FETCH,
+    POST_FILTER_MIN_IDS,
+    check_filter,
+    check_id,
+    check_ids,
+    check_top_k,
+)
 from mx_rag.utils.checks import check_pattern, check_str, fail
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
 logger = logging.getLogger(__name__)
 
 TABLE_NAME_PATTERN = r"[a-z_][a-z0-9_]{0,47}"
-# A full-text filter on more documents than this first tries an unfiltered search for
-# POST_FILTER_FETCH * top_k chunks and keeps those of the documents (a knowledge base that fills
-# most of a shared store); an IN list of 100,000 ids costs more than the search itself.
-POST_FILTER_MIN_IDS = 1000
-POST_FILTER_FETCH = 4
 _FAST_MAX_IDS: Final = 256  # search_many of up to this many ids runs a cached driver-level statement
 _POSITIONAL_MARKERS: Final = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
