@@ -43,6 +43,7 @@ from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str, fail
 from mx_rag.utils.file_check import check_dir, check_inside, check_path
+from mx_rag.utils.tracing import stage
 
 # KnowledgeDB and KnowledgeStore, and the names other modules import from here (defined in _prepared)
 __all__ = ["KnowledgeDB", "KnowledgeStore", "PreparedFile", "check_embeddings", "embed_texts", "run_embedders"]
@@ -168,7 +169,7 @@ class KnowledgeDB:
         path is already a document replaces it: until one registry transaction swaps them, the
         old version stays in place, so a failure or a crash leaves the old version.
         """
-        with self._lock:
+        with stage("write", documents=len(files)), self._lock:
             self._finish_interrupted()
             doc_ids: list[int] = []
             chunk_ids: dict[int, list[int]] = {}
