@@ -93,3 +93,12 @@ def test_full_text_filter_on_many_documents_equals_filtering_every_match(tmp_pat
         for ids in (DocumentIds(keep + padding), keep + padding):
             hits = store.full_text_search("word1 word2 word3", top_k=5, filter_dict={"document_id": ids})
             assert [h.chunk_id for h in hits] == expected
+
+
+def test_call_settings_pass_document_ids_on_as_the_same_object() -> None:
+    from mx_rag.retrievers.call_settings import CallSettings
+
+    ids = DocumentIds(range(5000))
+    settings = CallSettings(k=3, filter_dict={"document_id": ids})
+    assert settings.search_filter == {"document_id": ids} and settings.search_filter["document_id"] is ids
+    assert CallSettings(k=3, filter_dict={"document_id": [2, 1]}).search_filter == {"document_id": [1, 2]}
