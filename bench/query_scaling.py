@@ -219,8 +219,14 @@ def main() -> None:
     parser.add_argument("--queries", type=positive_int, default=30)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/mxrag-query-scaling"))
     parser.add_argument("--label", default="", help="a tag for this run (before/after)")
+    parser.add_argument("--omp-threads", type=positive_int, default=1,
+                        help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
-    emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label, loadavg=loadavg()))
+    import faiss
+
+    faiss.omp_set_num_threads(args.omp_threads)
+    emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
+                     omp_threads=args.omp_threads, loadavg=loadavg()))
     corpus = Corpus(args.dim)
     for store in args.stores:
         for documents in args.sizes:
