@@ -83,7 +83,8 @@ class KnowledgeRetriever(CallSettingsRetriever):
 
     def _allowed(self) -> DocumentIds:
         if self.generation is None:
-            return DocumentIds(self.document_ids())
+            ids = self.document_ids()
+            return ids if isinstance(ids, DocumentIds) else DocumentIds(ids)
         generation = self.generation()  # read first: a change after it makes the next call read again
         cached = self._cached
         if cached is None or cached[0] != generation:

@@ -31,6 +31,7 @@ from mx_rag.utils.checks import check_bool, check_choice, check_int, check_str, 
 from mx_rag.utils.file_check import check_writable_parent
 from mx_rag.utils.process_lock import AdvisoryLock, ProcessLock, lock_path_for
 
+_GENERATION = select(RegistryGeneration.generation).where(RegistryGeneration.id == 1)
 USER_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{6,64}$")
 MAX_NAME_LEN = 1024
 
@@ -120,8 +121,7 @@ class KnowledgeStore:
         reads the ready documents again only when it has changed)."""
         try:
             with self._engine.connect() as connection:
-                value = connection.execute(select(RegistryGeneration.generation).where(RegistryGeneration.id == 1))
-                return int(value.scalar() or 0)
+                return int(connection.execute(_GENERATION).scalar() or 0)
         except SQLAlchemyError as exc:
             raise StorageError(f"knowledge registry {self.location!r} failed: {exc}") from exc
 

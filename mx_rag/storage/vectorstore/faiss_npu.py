@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 MAX_DIM = 1024 * 1024
 INDEX_TYPES = ("FLAT", "HNSW", "IVF")
 METRIC_TYPES = ("IP", "L2", "COSINE")
+_KNOWN_FILTERS = 8  # DocumentIds filters whose id arrays are kept until the vectors change
 _CACHED_FILTERS = 16  # multi-document filters whose id arrays are kept between searches
 
 
@@ -105,7 +106,8 @@ class MindFAISS(VectorStore):
         self._by_doc: dict[int, set[int]] = {}
         self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
         self._filter_arrays: dict[tuple[int, ...], np.ndarray] = {}  # the same for multi-document filters
-        self._known_filter: tuple[DocumentIds, np.ndarray] | None = None  # the last DocumentIds and its ids
+        # the ids of the last DocumentIds filters (by object: one per knowledge base and registry generation)
+        self._known_filters: dict[int, tuple[DocumentIds, np.ndarray]] = {}
         self._index: FaissIndex = backend.FaissIndex(spec)
         if device is not None:
             gpus = backend.faiss.get_num_gpus()
@@ -326,7 +328,7 @@ class MindFAISS(VectorStore):
             self._by_doc.setdefault(doc, set()).add(vid)
             self._doc_arrays.pop(doc, None)
         self._filter_arrays.clear()
-        self._known_filter = None
+        self._known_filters.clear()
 
     def _drop(self, ids: np.ndarray) -> None:
         self._index.remove(ids)
@@ -338,7 +340,7 @@ class MindFAISS(VectorStore):
             if not members:
                 del self._by_doc[doc]
         self._filter_arrays.clear()
-        self._known_filter = None
+        self._known_filters.clear()
 
     def _restore(self, ids: np.ndarray, vectors: np.ndarray, tags: dict[int, int]) -> None:
         self._index.add(ids, vectors)
@@ -352,11 +354,13 @@ class MindFAISS(VectorStore):
         """The vector ids of ``docs`` (each document's array is cached until its vectors change;
         a ``DocumentIds`` filter's array too, for as long as that object comes back)."""
         if isinstance(docs, DocumentIds):
-            known = self._known_filter
+            known = self._known_filters.get(id(docs))
             if known is not None and known[0] is docs:
                 return known[1]
             merged = self._merged_ids(docs)
-            self._known_filter = (docs, merged)
+            if len(self._known_filters) >= _KNOWN_FILTERS:
+                self._known_filters.pop(next(iter(self._known_filters)))
+            self._known_filters[id(docs)] = (docs, merged)
             return merged
         return self._merged_ids(docs)
 
