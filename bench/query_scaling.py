@@ -210,6 +210,22 @@ def measure(store: str, folder: Path, dim: int, corpus: Corpus, queries: int) ->
     return times
 
 
+def tracing_off_line() -> dict[str, Any]:
+    """What the tracing stages cost with tracing off: a question passes through at most 9 (see
+    mx_rag.utils.tracing), each one ``with stage(...)``, timed here 200,000 times."""
+    from mx_rag.utils import tracing
+
+    assert not tracing.enabled(), "unset MXRAG_OTLP_ENDPOINT to measure tracing off"
+    rounds = 200_000
+    start = time.perf_counter()
+    for _ in range(rounds):
+        with tracing.stage("query.embed"):
+            pass
+    per_stage = (time.perf_counter() - start) / rounds
+    return {"bench": "query_scaling", "scenario": "tracing_off", "ns_per_stage": round(per_stage * 1e9, 1),
+            "us_per_question_9_stages": round(per_stage * 9 * 1e6, 3), "loadavg": loadavg()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[1000, 10_000, 100_000, 250_000],
@@ -227,6 +243,7 @@ def main() -> None:
     faiss.omp_set_num_threads(args.omp_threads)
     emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
                      omp_threads=args.omp_threads, loadavg=loadavg()))
+    emit(tracing_off_line())
     corpus = Corpus(args.dim)
     for store in args.stores:
         for documents in args.sizes:
