@@ -98,6 +98,7 @@ from multi_query import mean
 
 from mx_rag.embedding.local import TextEmbedding
 from mx_rag.embedding.local.text_embedding import INT8_SUFFIX
+from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import DEFAULT_EMBEDDING, embedding_id
 from mx_rag.retrievers import FullTextRetriever, HybridRetriever, Retriever
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
@@ -257,6 +258,10 @@ def run_dataset(name: str, corpus: list[MxDocument], questions: list[Question], 
                 emit({**base, "embedding": model, "method": "default", "k": CHAIN_K,
                       "note": "mxrag ask/chat, the server and LocalKnowledge.retriever(): HybridRetriever's defaults",
                       **measure(default.invoke, questions, gold_any)})
+                scoped = KnowledgeRetriever(retriever=default, document_ids=lambda: [1], generation=lambda: 0)
+                emit({**base, "embedding": model, "method": "default_scoped", "k": CHAIN_K,
+                      "note": "the default through KnowledgeRetriever (a knowledge base holding the whole corpus)",
+                      **measure(scoped.invoke, questions, gold_any)})
     finally:
         docstore.close()
 

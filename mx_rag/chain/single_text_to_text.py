@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
 from mx_rag.utils.lazy import lazy_exports
 from mx_rag.utils.text import has_han
+from mx_rag.utils.tracing import stage
 
 __all__ = ["DEFAULT_RAG_PROMPT", "SingleText2TextChain", "_user_content_builder", "question_first_content"]
 
@@ -137,12 +139,14 @@ class SingleText2TextChain(Chain):
     def _retrieve(self, text: str) -> list[Document]:
         docs = list(self._retriever.invoke(text))
         if self._reranker is not None and docs:
-            scores = self._reranker.rerank(text, [doc.page_content for doc in docs])
-            docs = self._reranker.rerank_top_k(docs, scores)
+            with stage("query.rerank", documents=len(docs)):
+                scores = self._reranker.rerank(text, [doc.page_content for doc in docs])
+                docs = self._reranker.rerank_top_k(docs, scores)
         return docs
 
     def _build_content(self, text: str, docs: list[Document]) -> str:
-        content = self._user_content_builder(text, copy.deepcopy(docs), self._prompt)
+        with stage("query.prompt"):
+            content = self._user_content_builder(text, copy.deepcopy(docs), self._prompt)
         if not isinstance(content, str) or not 0 < len(content) <= LLM_TEXT_MAX_LEN:
             raise fail("user_content_builder result", content, f"a str of 1 to {LLM_TEXT_MAX_LEN} characters")
         return content
@@ -153,14 +157,19 @@ class SingleText2TextChain(Chain):
         sources = source_documents(docs) if self._source else None
         if config.stream:
             return self._stream(text, content, sources, config)
-        answer = self._llm.chat(content, sys_messages=self._sys_messages, role="user", llm_config=config)
+        with stage("query.llm"):
+            answer = self._llm.chat(content, sys_messages=self._sys_messages, role="user", llm_config=config)
         return self._result(text, answer, sources)
 
     def _stream(
         self, text: str, content: str, sources: list[dict[str, Any]] | None, config: LLMParameterConfig
     ) -> Iterator[dict[str, Any]]:
-        for answer in self._llm.chat_streamly(content, sys_messages=self._sys_messages, role="user", llm_config=config):
-            yield self._result(text, answer, sources)
+        with stage("query.llm"), contextlib.ExitStack() as first_token:
+            first_token.enter_context(stage("query.llm_first_token"))
+            for answer in self._llm.chat_streamly(content, sys_messages=self._sys_messages, role="user",
+                                                  llm_config=config):
+                first_token.close()  # ends that span at the first token; later calls do nothing
+                yield self._result(text, answer, sources)
 
     @staticmethod
     def _result(text: str, answer: str, sources: list[dict[str, Any]] | None) -> dict[str, Any]:

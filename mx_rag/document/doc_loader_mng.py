@@ -21,6 +21,7 @@ from mx_rag.errors import DocumentError, ExtraNotInstalledError, ParameterError,
 from mx_rag.utils.checks import check_int, fail
 from mx_rag.utils.common import MAX_FILE_SIZE
 from mx_rag.utils.file_check import check_file
+from mx_rag.utils.tracing import stage
 
 __all__ = ["LoaderInfo", "LoaderMng", "SplitterInfo"]
 
@@ -266,13 +267,15 @@ class LoaderMng:
         suffix = path.suffix.lower()
         loader_info = self.get_loader(suffix)
         splitter = self._splitter(suffix) if suffix not in IMAGE_SUFFIXES else None
-        documents = self._load(path, loader_info)
+        with stage("load", suffix=suffix):
+            documents = self._load(path, loader_info)
         chunks: list[Document] = []
-        for document in documents:
-            if document.metadata.get("type") == "image" or splitter is None:
-                chunks.append(document)
-                continue
-            chunks.extend(self._split(path, splitter, document))
+        with stage("split"):
+            for document in documents:
+                if document.metadata.get("type") == "image" or splitter is None:
+                    chunks.append(document)
+                    continue
+                chunks.extend(self._split(path, splitter, document))
         return chunks
 
     @staticmethod

@@ -30,6 +30,7 @@ from mx_rag.knowledge.knowledge import KnowledgeDB, PreparedFile, check_embeddin
 from mx_rag.utils.checks import fail
 from mx_rag.utils.common import MAX_FILE_SIZE
 from mx_rag.utils.file_check import check_file
+from mx_rag.utils.tracing import stage
 
 __all__ = ["FileEvent", "IngestReport", "ingest_files", "prune_documents"]
 
@@ -240,7 +241,8 @@ def _store(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], emb
     """
     texts = [d.page_content for _, docs in batch for d in docs]
     try:
-        raw = run_embedders(embed_func, texts)
+        with stage("embed", chunks=len(texts)):
+            raw = run_embedders(embed_func, texts)
     except Exception as exc:
         _store_failed(knowledge, batch, embed_func, tell, exc)
         return

@@ -41,9 +41,11 @@ from mx_rag.knowledge.retriever import KnowledgeRetriever
 from mx_rag.knowledge.store import KnowledgeStore, check_user_id
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.storage.document_store.base_storage import Docstore, MxDocument
+from mx_rag.storage.validation import DocumentIds
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
 from mx_rag.utils.checks import check_bool, check_instance, check_int, check_str, fail
 from mx_rag.utils.file_check import check_dir, check_inside, check_path
+from mx_rag.utils.tracing import stage
 
 # KnowledgeDB and KnowledgeStore, and the names other modules import from here (defined in _prepared)
 __all__ = ["KnowledgeDB", "KnowledgeStore", "PreparedFile", "check_embeddings", "embed_texts", "run_embedders"]
@@ -133,6 +135,7 @@ class KnowledgeDB:
         self.knowledge_id = self.knowledge_store.get_knowledge_id(knowledge_name, user_id)
         self._new_ids: set[int] = set()  # rows add_prepared registered as new (not replacements)
         self._replaced: dict[int, int] = {}  # staged new version -> the document it replaces
+        self._scope: tuple[int, DocumentIds] | None = None  # (registry generation, its ready documents)
         self.repaired_on_open = self.repair(drop_incomplete=drop_incomplete)  # document ids repaired
 
     # -- paths -----------------------------------------------------------------------------------
@@ -180,7 +183,7 @@ class KnowledgeDB:
         path is already a document replaces it: until one registry transaction swaps them, the
         old version stays in place, so a failure or a crash leaves the old version.
         """
-        with self._lock:
+        with stage("write", documents=len(files)), self._lock:
             self._finish_interrupted()
             doc_ids: list[int] = []
             chunk_ids: dict[int, list[int]] = {}
@@ -253,7 +256,7 @@ class KnowledgeDB:
 
     def document_ids(self) -> list[int]:
         """Ids of the ready documents; use them as a retrieval filter for this knowledge base."""
-        return [row.document_id for row in self.get_all_documents()]
+        return self.knowledge_store.ready_document_ids(self.knowledge_name, self.user_id)
 
     def as_retriever(
         self,
@@ -282,7 +285,16 @@ class KnowledgeDB:
     def scoped(self, retriever: Any, k: int | None = None) -> KnowledgeRetriever:
         """``retriever`` (any mx_rag retriever taking a per-call ``filter_dict``) limited to this
         knowledge base's current documents; ``k``, when given, is asked of it on every call."""
-        return KnowledgeRetriever(retriever=retriever, document_ids=self.document_ids, k=k)
+        return KnowledgeRetriever(retriever=retriever, document_ids=self._scope_ids, k=k)
+
+    def _scope_ids(self) -> DocumentIds:
+        """The ready documents as one ``DocumentIds``, read again only when the registry's generation
+        changed, and shared by every retriever of this object (stores keep their arrays per object)."""
+        generation = self.knowledge_store.generation()  # read first: a later change makes the next call read
+        scope = self._scope
+        if scope is None or scope[0] != generation:
+            scope = self._scope = (generation, DocumentIds(self.document_ids()))
+        return scope[1]
 
     # -- consistency -----------------------------------------------------------------------------
 

@@ -71,3 +71,13 @@ class EmbeddingRecord(RegistryBase):
     knowledge_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     model: Mapped[str] = mapped_column(String(1024))
     dimension: Mapped[int] = mapped_column(Integer)
+
+
+class RegistryGeneration(RegistryBase):
+    """One row (``id`` 1) whose ``generation`` every change of documents or members increments, in
+    the same transaction: a reader that sees the same number may keep what it read before."""
+
+    __tablename__ = "registry_generation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(Integer, default=0)

@@ -20,9 +20,10 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator
 
 from mx_rag.retrievers.call_settings import CallSettingsRetriever, check_filter_dict, check_k
+from mx_rag.storage.validation import DocumentIds
 from mx_rag.utils.validated import callable_field
 
 __all__ = ["KnowledgeRetriever"]
@@ -35,6 +36,10 @@ class KnowledgeRetriever(CallSettingsRetriever):
         retriever: an mx_rag retriever that honours a per-call ``filter_dict``.
         document_ids: returns the ids of the documents that may be returned.
         k: documents per call; None leaves it to the wrapped retriever.
+        generation: returns a number that changes whenever ``document_ids()`` may (the registry's
+            ``KnowledgeStore.generation``); with it the ids are read again only after a change and
+            passed on as one unchanging ``DocumentIds``, whose id arrays the stores keep. None reads
+            them at every call.
 
     ``invoke`` takes the wrapped retriever's per-call settings (``k``, ``score_threshold``,
     ``filter_dict``); a ``filter_dict`` can only narrow the knowledge base, never widen it.
@@ -43,6 +48,8 @@ class KnowledgeRetriever(CallSettingsRetriever):
     retriever: BaseRetriever
     document_ids: Callable[[], list[int]]
     k: int | None = None
+    generation: Callable[[], int] | None = None
+    _cached: tuple[int, DocumentIds] | None = PrivateAttr(default=None)
 
     @field_validator("k", mode="before")
     @classmethod
@@ -54,9 +61,19 @@ class KnowledgeRetriever(CallSettingsRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, **kwargs: Any
     ) -> list[Document]:
-        allowed = set(self.document_ids())
+        allowed = self._allowed()
         given = check_filter_dict(kwargs.pop("filter_dict", None)).get("document_id")
-        ids = allowed if given is None else allowed.intersection(given)
+        ids = allowed if given is None else sorted(allowed.members.intersection(given))
         if self.k is not None:
             kwargs.setdefault("k", self.k)
-        return self.retriever.invoke(query, filter_dict={"document_id": sorted(ids)}, **kwargs)
+        return self.retriever.invoke(query, filter_dict={"document_id": ids}, **kwargs)
+
+    def _allowed(self) -> DocumentIds:
+        if self.generation is None:
+            ids = self.document_ids()
+            return ids if isinstance(ids, DocumentIds) else DocumentIds(ids)
+        generation = self.generation()  # read first: a change after it makes the next call read again
+        cached = self._cached
+        if cached is None or cached[0] != generation:
+            cached = self._cached = (generation, DocumentIds(self.document_ids()))
+        return cached[1]

@@ -32,12 +32,14 @@ from mx_rag.knowledge.models import (
     EmbeddingRecord,
     KnowledgeModel,
     RegistryBase,
+    RegistryGeneration,
 )
 from mx_rag.storage.engines import postgres_engine, sqlite_engine
 from mx_rag.utils.checks import check_bool, check_choice, check_int, check_str, fail
 from mx_rag.utils.file_check import check_writable_parent
 from mx_rag.utils.process_lock import AdvisoryLock, ProcessLock, lock_path_for
 
+_GENERATION = select(RegistryGeneration.generation).where(RegistryGeneration.id == 1)
 USER_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{6,64}$")
 MAX_NAME_LEN = 1024
 
@@ -114,6 +116,26 @@ class KnowledgeStore:
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._id_lock = self.write_lock()
 
+    def generation(self) -> int:
+        """A number that changes with every change of documents or members (``KnowledgeRetriever``
+        reads the ready documents again only when it has changed)."""
+        try:
+            with self._engine.connect() as connection:
+                return int(connection.execute(_GENERATION).scalar() or 0)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"knowledge registry {self.location!r} failed: {exc}") from exc
+
+    def ready_document_ids(self, knowledge_name: str, user_id: str) -> list[int]:
+        """The ids of the ready documents of a knowledge base the user belongs to, ascending."""
+        with self._session() as session:
+            member = self._require(session, knowledge_name, user_id, admin=False)
+            query = (
+                select(DocumentModel.document_id)
+                .where(DocumentModel.knowledge_id == member.knowledge_id, DocumentModel.status == READY)
+                .order_by(DocumentModel.document_id)
+            )
+            return list(session.scalars(query))
+
     @property
     def engine(self) -> Engine:
         """The registry's database (the server keeps its API keys and upload jobs there too)."""
@@ -127,10 +149,18 @@ class KnowledgeStore:
         return AdvisoryLock(self._engine, f"mx_rag knowledge registry {self.location}", outer=outer)
 
     @contextmanager
-    def _session(self) -> Iterator[Session]:
+    def _session(self, *, changes: bool = False) -> Iterator[Session]:
+        """A transaction; ``changes``: it may change documents or members, so it increments the
+        registry's generation (in the same transaction)."""
         try:
             with self._sessions.begin() as session:
                 yield session
+                if changes:
+                    session.execute(
+                        update(RegistryGeneration)
+                        .where(RegistryGeneration.id == 1)
+                        .values(generation=RegistryGeneration.generation + 1)
+                    )
         except (KnowledgeError, ParameterError):
             raise
         except IntegrityError as exc:
@@ -150,7 +180,7 @@ class KnowledgeStore:
         check_user_id(user_id)
         if role != "admin":
             raise fail("role", role, "'admin' (the creator of a knowledge base is its admin)")
-        with self._id_lock, self._session() as session:  # the new id is max + 1: one writer at a time
+        with self._id_lock, self._session(changes=True) as session:  # the new id is max + 1: one writer at a time
             rows = session.scalars(select(KnowledgeModel).where(KnowledgeModel.knowledge_name == knowledge_name)).all()
             if any(row.user_id == user_id for row in rows):
                 return rows[0].knowledge_id
@@ -167,7 +197,7 @@ class KnowledgeStore:
         """Give ``user_id`` a role in an existing knowledge base (no-op if they have it)."""
         check_user_id(user_id)
         check_choice("role", role, ROLES)
-        with self._session() as session:
+        with self._session(changes=True) as session:
             rows = self._members(session, knowledge_name)
             if not rows:
                 raise KnowledgeNotFound(f"knowledge base {knowledge_name!r} does not exist")
@@ -186,7 +216,7 @@ class KnowledgeStore:
         check_user_id(user_id)
         check_choice("role", role, ROLES)
         check_bool("force", force)
-        with self._session() as session:
+        with self._session(changes=True) as session:
             rows = self._members(session, knowledge_name)
             mine = [row for row in rows if row.user_id == user_id and row.role == role]
             if not mine:
@@ -273,7 +303,7 @@ class KnowledgeStore:
         check_str("doc_name", doc_name, 1, MAX_NAME_LEN)
         check_str("file_path", file_path, 1, 4096)
         check_choice("status", status, (READY, PENDING))
-        with self._session() as session:
+        with self._session(changes=True) as session:
             member = self._require(session, knowledge_name, user_id, admin=True)
             if self._find_docs(session, member.knowledge_id, file_path):
                 raise KnowledgeConflict(f"document {file_path!r} is already in knowledge base {knowledge_name!r}")
@@ -291,7 +321,7 @@ class KnowledgeStore:
 
     def delete_doc_info(self, knowledge_name: str, doc_name: str, user_id: str) -> int | None:
         """Remove a document's row (admins only); return its id, or None if it is not there."""
-        with self._session() as session:
+        with self._session(changes=True) as session:
             member = self._require(session, knowledge_name, user_id, admin=True)
             rows = self._one_doc(session, member.knowledge_id, doc_name)
             if not rows:
@@ -326,11 +356,11 @@ class KnowledgeStore:
         """Set the status of one document or of several in one transaction."""
         check_choice("status", status, (READY, PENDING, DELETING))
         ids = document_id if isinstance(document_id, list) else [document_id]
-        with self._session() as session:
+        with self._session(changes=True) as session:
             session.execute(update(DocumentModel).where(DocumentModel.document_id.in_(ids)).values(status=status))
 
     def remove_document(self, document_id: int) -> None:
-        with self._session() as session:
+        with self._session(changes=True) as session:
             session.execute(delete(DocumentModel).where(DocumentModel.document_id == document_id))
 
     def stage_document(
@@ -338,7 +368,7 @@ class KnowledgeStore:
     ) -> int:
         """Register a new version of document ``replaces``, staged (invisible) until ``commit_documents``."""
         check_str("file_path", file_path, 1, 4096)
-        with self._session() as session:
+        with self._session(changes=True) as session:
             member = self._require(session, knowledge_name, user_id, admin=True)
             row = DocumentModel(
                 knowledge_id=-member.knowledge_id,
@@ -356,7 +386,7 @@ class KnowledgeStore:
     def commit_documents(self, ready: list[int], promoted: list[int]) -> None:
         """One transaction: ``ready`` become ready; each staged document in ``promoted`` takes the
         place of the version it replaces (whose row goes; its chunks and vectors are removed next)."""
-        with self._session() as session:
+        with self._session(changes=True) as session:
             if ready:
                 session.execute(update(DocumentModel).where(DocumentModel.document_id.in_(ready)).values(status=READY))
             for row in session.scalars(select(DocumentModel).where(DocumentModel.document_id.in_(promoted))):
@@ -466,7 +496,12 @@ def _create_schema(engine: Engine) -> None:
 
 
 def _add_missing_columns(engine: Engine) -> None:
-    """Registries written by earlier versions lack ``content_hash`` and ``replaces``: add them in place."""
+    """Registries written by earlier versions lack ``content_hash`` and ``replaces`` (added in place)
+    and the generation row (inserted; a process that finds it there leaves it)."""
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO registry_generation (id, generation) VALUES (1, 0) ON CONFLICT (id) DO NOTHING")
+        )
     columns = {column["name"] for column in inspect(engine).get_columns("document_table")}
     for name, kind in (("content_hash", "VARCHAR(64)"), ("replaces", "INTEGER")):
         if name not in columns:

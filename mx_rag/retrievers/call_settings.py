@@ -34,7 +34,7 @@ from pydantic import ConfigDict, field_validator
 from mx_rag.errors import ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.storage.document_store.base_storage import document_ids_filter
-from mx_rag.storage.validation import check_k
+from mx_rag.storage.validation import DocumentIds, check_k
 from mx_rag.utils.checks import check_number, check_str, fail
 from mx_rag.utils.common import MAX_PROMPT_LENGTH, MAX_TOP_K
 from mx_rag.utils.validated import ParameterErrorInit
@@ -68,6 +68,8 @@ def check_filter_dict(value: Any) -> dict[str, Any]:
 def _frozen_filter(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     plain = {key: list(ids) if isinstance(ids, tuple) else ids for key, ids in (value or {}).items()}
     ids = document_ids_filter(plain)
+    if isinstance(ids, DocumentIds):  # unchangeable already: kept, so stores see the same object each call
+        return MappingProxyType({"document_id": ids})
     return MappingProxyType({} if ids is None else {"document_id": tuple(ids)})
 
 
@@ -99,7 +101,9 @@ class CallSettings:
     @property
     def search_filter(self) -> dict[str, Any] | None:
         """``filter_dict`` as the stores take it (a fresh dict), or None when there is no filter."""
-        ids = self.document_ids
+        ids = self.filter_dict.get("document_id")
+        if isinstance(ids, DocumentIds):
+            return {"document_id": ids}
         return None if ids is None else {"document_id": list(ids)}
 
     def narrowed_to(self, document_ids: Iterable[int]) -> CallSettings:

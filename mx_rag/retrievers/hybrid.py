@@ -15,6 +15,7 @@ from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.utils.checks import check_int, check_number, check_str
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.tracing import stage
 
 __all__ = ["FullTextRetriever", "HybridRetriever"]
 
@@ -70,6 +71,8 @@ class HybridRetriever(Retriever):
         settings = self._call_settings(kwargs)
         candidates = dataclasses.replace(settings, k=self.fetch_k or min(FETCH_PER_K * settings.k, MAX_TOP_K))
         dense_docs = self._dense_documents(query, candidates)
-        keyword_docs = full_text_documents(self.document_store, query, candidates)
-        fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))
+        with stage("query.keyword_search", k=candidates.k):
+            keyword_docs = full_text_documents(self.document_store, query, candidates)
+        with stage("query.fusion"):
+            fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))
         return self._with_subjects(fused, settings)[: settings.k]

@@ -20,6 +20,7 @@ from mx_rag.storage.document_store.base_storage import Docstore
 from mx_rag.storage.vectorstore.vectorstore import VectorStore, as_matrix
 from mx_rag.utils.checks import check_int, check_str
 from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.tracing import stage
 from mx_rag.utils.validated import callable_field
 
 __all__ = ["Retriever", "query_embedder", "query_vector"]
@@ -95,21 +96,24 @@ class Retriever(CallSettingsRetriever):
         if not self.subject_links or not docs:
             return docs
         hits = dataclasses.replace(settings, k=SUBJECT_HITS)
-        return subject_documents(docs, self.subject_links, document_key,
-                                 lambda name: full_text_documents(self.document_store, name, hits))  # fmt: skip
+        with stage("query.subject_links"):
+            return subject_documents(docs, self.subject_links, document_key,
+                                     lambda name: full_text_documents(self.document_store, name, hits))  # fmt: skip
 
     def _dense_documents(self, query: str, settings: CallSettings) -> list[Document]:
         """The dense search of ``query`` with ``settings`` (the core of every call)."""
         check_str("query", query, 1, TEXT_MAX_LEN)
-        vector = query_vector(self.embed_func, query)
-        if settings.score_threshold is None:
-            scores, ids = self.vector_store.search(vector, k=settings.k, filter_dict=settings.search_filter)
-        else:
-            scores, ids = self.vector_store.search_with_threshold(
-                vector, k=settings.k, threshold=settings.score_threshold, filter_dict=settings.search_filter
-            )
-        hits = [(s, i) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
-        chunks = self.document_store.search_many([i for _, i in hits])
+        with stage("query.embed"):
+            vector = query_vector(self.embed_func, query)
+        with stage("query.vector_search", k=settings.k):
+            if settings.score_threshold is None:
+                scores, ids = self.vector_store.search(vector, k=settings.k, filter_dict=settings.search_filter)
+            else:
+                scores, ids = self.vector_store.search_with_threshold(
+                    vector, k=settings.k, threshold=settings.score_threshold, filter_dict=settings.search_filter
+                )
+            hits = [(s, i) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
+            chunks = self.document_store.search_many([i for _, i in hits])
         docs = [chunks[i].to_langchain(score=float(s), retrieval_type="dense") for s, i in hits if i in chunks]
         if len(docs) < len(hits):
             logger.warning("%d vector hits have no chunk in the document store", len(hits) - len(docs))

@@ -29,6 +29,9 @@ __all__ = [
     "MAX_ID",
     "MAX_IDS",
     "MAX_TOP_K",
+    "POST_FILTER_FETCH",
+    "POST_FILTER_MIN_IDS",
+    "DocumentIds",
     "check_filter",
     "check_id",
     "check_ids",
@@ -39,6 +42,12 @@ __all__ = [
 MAX_ID = 2**63 - 1
 MAX_IDS = 1_000_000
 MAX_FILTER_KEYS = 32
+# A filter on more documents than this is first applied after an unfiltered search for
+# POST_FILTER_FETCH * k hits, keeping those of the documents (a knowledge base that fills most of a
+# shared store); only where fewer than k remain does the store search with the filter. A filter
+# of 100,000 ids costs more than the search itself, in SQL (IN lists) and in Milvus (expressions).
+POST_FILTER_MIN_IDS = 1000
+POST_FILTER_FETCH = 4
 FILTER_KEYS = ("document_id",)
 
 
@@ -102,6 +111,24 @@ def check_ids(
     return array
 
 
+class DocumentIds(list[int]):
+    """A checked, sorted, duplicate-free list of document ids that stays unchanged: ``check_filter``
+    returns it as is (no per-id check), and stores may keep what they derive from it (an id array,
+    a selector) for as long as the same object comes back. ``KnowledgeRetriever`` passes one per
+    knowledge-base generation. ``members`` is a frozenset of the ids, for membership tests.
+    """
+
+    def __init__(self, ids: Any = ()) -> None:
+        super().__init__(sorted(set(_id_values("document_ids", ids, 0))))
+        self.members = frozenset(self)
+
+    def _frozen(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("DocumentIds cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _frozen
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _frozen
+
+
 def check_filter(filter_dict: Any) -> list[int] | None:
     """The document ids a ``filter_dict`` keeps (sorted, unique), or None for no filter.
 
@@ -121,4 +148,7 @@ def check_filter(filter_dict: Any) -> list[int] | None:
     unknown = sorted(str(key) for key in filter_dict if key not in FILTER_KEYS)
     if unknown:
         raise ParameterError(f"filter_dict keys must be in {list(FILTER_KEYS)}, got unsupported keys {unknown}")
-    return sorted(set(_id_values("filter_dict['document_id']", filter_dict["document_id"], 0)))
+    value = filter_dict["document_id"]
+    if isinstance(value, DocumentIds):
+        return value
+    return sorted(set(_id_values("filter_dict['document_id']", value, 0)))

@@ -18,10 +18,17 @@ from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.document_store import _milvus_docs as layout
 from mx_rag.storage.document_store.base_storage import MAX_CHUNKS_NUM, MAX_PAGE_CONTENT, Docstore, MxDocument
 from mx_rag.storage.document_store.chunk_rows import ChunkCodec, TextFn
-from mx_rag.storage.validation import check_filter, check_id, check_ids, check_top_k
+from mx_rag.storage.validation import (
+    POST_FILTER_FETCH,
+    POST_FILTER_MIN_IDS,
+    check_filter,
+    check_id,
+    check_ids,
+    check_top_k,
+)
 from mx_rag.storage.vectorstore import _milvus_schema as milvus_
 from mx_rag.utils.checks import check_bool, check_instance, check_number, check_str, fail
-from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 from mx_rag.utils.lazy import extra_import
 
 __all__ = ["MilvusDocstore"]
@@ -261,17 +268,28 @@ class MilvusDocstore(Docstore):
         document_ids = check_filter(filter_dict)
         if not self._bm25 or not query.strip() or document_ids == []:
             return []
-        expr, params = milvus_.in_expr("document_id", document_ids, self._server) if document_ids else ("", {})
         knobs = {} if milvus_.is_lite(self._server) else {"drop_ratio_search": drop}
-        with self._call("full-text search"):
-            hits = self._client.search(self._collection, data=[query], anns_field="sparse_vector", limit=top_k,
-                                       filter=expr, filter_params=params, output_fields=layout.FIELDS,
-                                       search_params={"metric_type": "BM25", "params": knobs})[0]
+        hits = []
+        if document_ids is not None and len(document_ids) > POST_FILTER_MIN_IDS:
+            fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
+            members = getattr(document_ids, "members", None) or frozenset(document_ids)
+            found = self._bm25_search(query, fetch, "", {}, knobs)
+            hits = [hit for hit in found if int(hit["entity"]["document_id"]) in members][:top_k]
+            hits = hits if len(hits) == top_k or len(found) < fetch else []
+        if not hits:
+            expr, params = milvus_.in_expr("document_id", document_ids, self._server) if document_ids else ("", {})
+            hits = self._bm25_search(query, top_k, expr, params, knobs)
         # Milvus reports the BM25 score; milvus-lite reports it negated. BM25 scores are never negative.
         return [self._document(hit["entity"] | {"id": hit["id"]}, score=abs(float(hit["distance"])),
                                retrieval_type="sparse") for hit in hits]
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _bm25_search(self, query: str, limit: int, expr: str, params: dict[str, Any], knobs: dict[str, Any]) -> Any:
+        with self._call("full-text search"):
+            return self._client.search(self._collection, data=[query], anns_field="sparse_vector", limit=limit,
+                                       filter=expr, filter_params=params, output_fields=layout.FIELDS,
+                                       search_params={"metric_type": "BM25", "params": knobs})[0]
 
     @contextlib.contextmanager
     def _call(self, action: str, *, write: bool = False) -> Iterator[None]:

@@ -33,9 +33,16 @@ from mx_rag.storage.document_store.chunk_rows import (
 from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
-from mx_rag.storage.validation import check_filter, check_id, check_ids, check_top_k
+from mx_rag.storage.validation import (
+    POST_FILTER_FETCH,
+    POST_FILTER_MIN_IDS,
+    check_filter,
+    check_id,
+    check_ids,
+    check_top_k,
+)
 from mx_rag.utils.checks import check_pattern, check_str, fail
-from mx_rag.utils.common import TEXT_MAX_LEN
+from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 
 logger = logging.getLogger(__name__)
 
@@ -349,6 +356,18 @@ class _SqlDocstore(Docstore):
             top = conn.execute(select(func.max(self._table.c.chunk_id))).scalar_one()
         return None if top is None else int(top)
 
+    def _post_filtered(
+        self, conn: Connection, tokens: list[str], top_k: int, document_ids: list[int]
+    ) -> list[Row[Any]]:
+        """The best ``top_k`` chunks of ``document_ids`` taken from an unfiltered search for
+        ``POST_FILTER_FETCH * top_k``; [] when those hold fewer than ``top_k`` of them while more
+        chunks match (the caller then searches with the filter, batch by batch)."""
+        fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
+        found = self._full_text.search(conn, self._table, self._row_columns, tokens, fetch, None)
+        members = getattr(document_ids, "members", None) or frozenset(document_ids)
+        kept = [row for row in found if row.document_id in members][:top_k]
+        return kept if len(kept) == top_k or len(found) < fetch else []
+
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None
     ) -> list[MxDocument]:
@@ -380,10 +399,13 @@ class _SqlDocstore(Docstore):
         tokens = query_tokens(query)
         if not tokens or document_ids == []:
             return []
-        batches: list[Sequence[int] | None] = [None] if document_ids is None else list(id_batches(document_ids))
         rows: list[Row[Any]] = []
         with self._errors("full-text search"), self._read() as conn:
-            for batch in batches:
-                rows.extend(self._full_text.search(conn, self._table, self._row_columns, tokens, top_k, batch))
+            if document_ids is not None and len(document_ids) > POST_FILTER_MIN_IDS:
+                rows = self._post_filtered(conn, tokens, top_k, document_ids)
+            if not rows:
+                batches: list[Sequence[int] | None] = [None] if document_ids is None else list(id_batches(document_ids))
+                for batch in batches:
+                    rows.extend(self._full_text.search(conn, self._table, self._row_columns, tokens, top_k, batch))
         rows.sort(key=lambda row: (-row.score, row.chunk_id))
         return [self._codec.to_document(row, score=float(row.score), retrieval_type="sparse") for row in rows[:top_k]]

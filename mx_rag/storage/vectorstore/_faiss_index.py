@@ -47,6 +47,11 @@ EXACT_FILTER_MAX = 4096  # filtered searches over at most this many vectors are 
 # A FLAT index scans every vector with a filter too; copying out the allowed ones and scanning only
 # them wins while they are at most 1 % of the index (1M vectors, 1,000 allowed: 0.45 vs 4.2 ms).
 FLAT_EXACT_RATIO = 100
+# A filter keeping at least half the vectors is applied after an unfiltered search for
+# POST_FILTER_FETCH * k + POST_FILTER_SLACK hits (the selector path tests every vector visited).
+POST_FILTER_SHARE = 2
+POST_FILTER_FETCH = 4
+POST_FILTER_SLACK = 16
 _IDMAP_FOURCC, _IDMAP2_FOURCC = b"IxMp", b"IxM2"
 
 
@@ -235,13 +240,45 @@ class FaissIndex:
     # -- search ----------------------------------------------------------------------------------
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` (distances, ids) per query, ids -1 where fewer exist; ``allowed`` restricts ids."""
+        """Top ``k`` (distances, ids) per query, ids -1 where fewer exist; ``allowed`` (ids held by
+        the index, no repeats) restricts ids.
+
+        When ``allowed`` is every id the search is unfiltered; when it is most of them (a knowledge
+        base that fills most of a shared index), an unfiltered search for a few more than ``k``
+        is filtered afterwards, and only where that leaves fewer than ``k`` does the index search
+        with a selector, which tests every vector it visits."""
+        if allowed is not None and len(allowed) >= self.ntotal:
+            allowed = None
         if allowed is not None and self._exact_is_faster(len(allowed)):
             return self._exact_among(queries, k, allowed)
+        if allowed is not None and len(allowed) * POST_FILTER_SHARE >= self.ntotal:
+            found = self._post_filtered(queries, k, allowed)
+            if found is not None:
+                return found
         if allowed is None and (replica := self._gpu_replica()) is not None:
             return replica.search(queries, k)
         selector = self._selector_of(allowed) if allowed is not None else None
         return self.index.search(queries, k, params=self._search_params(k, selector))
+
+    def _post_filtered(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top ``k`` allowed hits among an unfiltered top ``fetch``, or None where a query row
+        kept fewer than ``k`` of them while more vectors exist."""
+        fetch = min(self.ntotal, POST_FILTER_FETCH * k + POST_FILTER_SLACK)
+        replica = self._gpu_replica()
+        if replica is not None:
+            distances, labels = replica.search(queries, fetch)
+        else:
+            distances, labels = self.index.search(queries, fetch, params=self._search_params(fetch, None))
+        selector = self._selector_of(allowed)
+        out_d = np.full((len(queries), k), -1.0, dtype=np.float32)
+        out_i = np.full((len(queries), k), -1, dtype=np.int64)
+        for row in range(len(queries)):
+            kept = [j for j, label in enumerate(labels[row].tolist()) if label >= 0 and selector.is_member(label)][:k]
+            if len(kept) < k and fetch < self.ntotal:
+                return None
+            out_d[row, : len(kept)] = distances[row, kept]
+            out_i[row, : len(kept)] = labels[row, kept]
+        return out_d, out_i
 
     def _selector_of(self, allowed: np.ndarray) -> Any:
         cached = self._selector

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import check_filter, check_ids, check_k
+from mx_rag.storage.validation import DocumentIds, check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _sidecar
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_params
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, VectorStore, as_matrix
@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 MAX_DIM = 1024 * 1024
 INDEX_TYPES = ("FLAT", "HNSW", "IVF")
 METRIC_TYPES = ("IP", "L2", "COSINE")
+_KNOWN_FILTERS = 8  # DocumentIds filters whose id arrays are kept until the vectors change
 _CACHED_FILTERS = 16  # multi-document filters whose id arrays are kept between searches
 
 
@@ -105,6 +106,8 @@ class MindFAISS(VectorStore):
         self._by_doc: dict[int, set[int]] = {}
         self._doc_arrays: dict[int, np.ndarray] = {}  # read-only id arrays of _by_doc, built on demand
         self._filter_arrays: dict[tuple[int, ...], np.ndarray] = {}  # the same for multi-document filters
+        # the ids of the last DocumentIds filters (by object: one per knowledge base and registry generation)
+        self._known_filters: dict[int, tuple[DocumentIds, np.ndarray]] = {}
         self._index: FaissIndex = backend.FaissIndex(spec)
         if device is not None:
             gpus = backend.faiss.get_num_gpus()
@@ -325,6 +328,7 @@ class MindFAISS(VectorStore):
             self._by_doc.setdefault(doc, set()).add(vid)
             self._doc_arrays.pop(doc, None)
         self._filter_arrays.clear()
+        self._known_filters.clear()
 
     def _drop(self, ids: np.ndarray) -> None:
         self._index.remove(ids)
@@ -336,6 +340,7 @@ class MindFAISS(VectorStore):
             if not members:
                 del self._by_doc[doc]
         self._filter_arrays.clear()
+        self._known_filters.clear()
 
     def _restore(self, ids: np.ndarray, vectors: np.ndarray, tags: dict[int, int]) -> None:
         self._index.add(ids, vectors)
@@ -346,7 +351,20 @@ class MindFAISS(VectorStore):
         self._index.add(ids, vectors)
 
     def _ids_of(self, docs: list[int]) -> np.ndarray:
-        """The vector ids of ``docs`` (each document's array is cached until its vectors change)."""
+        """The vector ids of ``docs`` (each document's array is cached until its vectors change;
+        a ``DocumentIds`` filter's array too, for as long as that object comes back)."""
+        if isinstance(docs, DocumentIds):
+            known = self._known_filters.get(id(docs))
+            if known is not None and known[0] is docs:
+                return known[1]
+            merged = self._merged_ids(docs)
+            if len(self._known_filters) >= _KNOWN_FILTERS:
+                self._known_filters.pop(next(iter(self._known_filters)))
+            self._known_filters[id(docs)] = (docs, merged)
+            return merged
+        return self._merged_ids(docs)
+
+    def _merged_ids(self, docs: list[int]) -> np.ndarray:
         arrays = []
         for doc in dict.fromkeys(docs):
             array = self._doc_arrays.get(doc)
@@ -359,6 +377,10 @@ class MindFAISS(VectorStore):
                 arrays.append(array)
         if len(arrays) == 1:
             return arrays[0]
+        if isinstance(docs, DocumentIds):
+            whole = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+            whole.flags.writeable = False
+            return whole
         key = tuple(docs)
         merged = self._filter_arrays.get(key)
         if merged is None:

@@ -16,13 +16,14 @@ from typing import Any, overload
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import check_filter, check_ids, check_k
+from mx_rag.storage.validation import POST_FILTER_FETCH, POST_FILTER_MIN_IDS, check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, METRIC_TYPES, SPARSE_MODES
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_str
+from mx_rag.utils.common import MAX_TOP_K
 from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
@@ -286,8 +287,13 @@ class MilvusDB(VectorStore):
         empty: list[list[Any]] = [[] for _ in range(len(data))]
         if docs == []:
             return (empty, empty, empty) if fields is not None else (empty, empty)
-        expr, expr_params = self._in_expr("document_id", docs) if docs else ("", {})
         knobs = schema_.search_knobs(self._index_type, field, search_params, k)
+        if docs is not None and len(docs) > POST_FILTER_MIN_IDS and fields is None:
+            found = self._post_filtered(data, field, metric, search_params, k, docs)
+            if found is not None:
+                scale = SCORE_SCALE[metric]
+                return [[scale(d) for d, _ in row] for row in found], [[i for _, i in row] for row in found]
+        expr, expr_params = self._in_expr("document_id", docs) if docs else ("", {})
         with self._call("search"):
             result = self._client.search(
                 self._collection,
@@ -305,6 +311,26 @@ class MilvusDB(VectorStore):
         if fields is None:
             return scores, ids
         return scores, ids, [[{f: hit.get("entity", {}).get(f) for f in fields} for hit in hits] for hits in result]
+
+    def _post_filtered(
+        self, data: Any, field: str, metric: str, search_params: dict[str, Any] | None, k: int, docs: list[int]
+    ) -> list[list[tuple[float, int]]] | None:
+        """(distance, id) of the best ``k`` hits of ``docs`` per row, taken from an unfiltered search
+        for ``POST_FILTER_FETCH * k``; None where a row kept fewer than ``k`` while more exist."""
+        limit = min(POST_FILTER_FETCH * k, MAX_TOP_K)
+        params = {"metric_type": metric, "params": schema_.search_knobs(self._index_type, field, search_params, limit)}
+        members = getattr(docs, "members", None) or frozenset(docs)
+        with self._call("search"):
+            result = self._client.search(self._collection, data=list(data), limit=limit, anns_field=field,
+                                         output_fields=["id", "document_id"], search_params=params)
+        rows = []
+        for hits in result:
+            kept = [(float(h["distance"]), int(h["id"])) for h in hits
+                    if int(h.get("entity", {}).get("document_id", -1)) in members][:k]  # fmt: skip
+            if len(kept) < k and len(hits) == limit:
+                return None
+            rows.append(kept)
+        return rows
 
     def hybrid_search(
         self,

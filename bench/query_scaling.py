@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How the cost of a question grows with the knowledge base: scoped retrievers against unscoped search.
+
+One knowledge base in the seeds' wiring (``KnowledgeStore`` + ``SQLiteDocstore`` in one SQLite
+file + ``MindFAISS`` FLAT, inner product), or over Milvus (``MilvusDocstore`` + ``MilvusDB`` in one
+milvus-lite file), holds N documents of 4 chunks each (``--sizes``, documents; default 1,000,
+10,000, 100,000 and 250,000 = 1M chunks). Chunks are ~40 words drawn (Zipf) from 5,000 synthetic
+words; vectors are ``HashEmbedding(--dim)`` vectors (computed in numpy, the same values), so no
+model time is involved. Stores are built once through ``KnowledgeDB.add_prepared`` (batches of 500
+documents) and cached under ``--cache-dir``.
+
+Contenders per (store, size), each timed on the same 30 queries (6 words from the vocabulary,
+embedded by ``HashEmbedding`` inside the retrievers), k=5, in rotating order query by query:
+
+* ``store_search``: ``vector_store.search([vector], k)``, the store's own unscoped search (vector given);
+* ``dense``: ``Retriever(...).invoke(q)``, unscoped;
+* ``scoped_dense``: ``KnowledgeDB.as_retriever(...).invoke(q)``;
+* ``hybrid``: ``HybridRetriever(...).invoke(q)``, unscoped (the default chain's retriever);
+* ``scoped_hybrid``: ``KnowledgeDB.scoped(HybridRetriever(...)).invoke(q)``.
+
+Output: JSON lines; one per (store, size, contender) with p50/p90 in ms and the load average, and
+a ``scoped_over_unscoped`` line per (store, size) against the bar of 10 % + 1 ms.
+
+Run::
+
+    flock /tmp/mxrag-bench.lock python bench/query_scaling.py --sizes 1000 10000
+    flock /tmp/mxrag-bench.lock python bench/query_scaling.py --stores faiss --sizes 250000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _harness import emit, environment, loadavg, memory_mb, ms, percentile, positive_int, rotated
+
+from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
+from mx_rag.knowledge._prepared import PreparedFile
+from mx_rag.retrievers import HybridRetriever, Retriever
+from mx_rag.testing import HashEmbedding
+
+USER = "Default"
+KB = "bench"
+CHUNKS_PER_DOC = 4
+WORDS_PER_CHUNK = 40
+VOCABULARY = 5000
+BATCH = 500
+K = 5
+CONTENDERS = ("store_search", "dense", "scoped_dense", "hybrid", "scoped_hybrid")
+
+
+def vocabulary() -> list[str]:
+    syllables = ["ka", "lo", "mi", "ta", "re", "su", "no", "vi", "pe", "da", "gu", "zo", "fe", "ri", "ba"]
+    rng = np.random.default_rng(1)
+    words: set[str] = set()
+    while len(words) < VOCABULARY:
+        words.add("".join(rng.choice(syllables, size=int(rng.integers(2, 5)))))
+    return sorted(words)
+
+
+def word_vectors(words: list[str], dim: int) -> np.ndarray:
+    """Each word's HashEmbedding contribution (one bucket, sign +-1), as HashEmbedding computes it."""
+    table = np.zeros((len(words), dim), dtype=np.float32)
+    for row, word in enumerate(words):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        table[row, int.from_bytes(digest[:4], "little") % dim] = 1.0 if digest[4] & 1 else -1.0
+    return table
+
+
+class Corpus:
+    def __init__(self, dim: int) -> None:
+        self.words = vocabulary()
+        self.table = word_vectors(self.words, dim)
+        weights = 1.0 / np.arange(1, VOCABULARY + 1)
+        self.p = weights / weights.sum()
+
+    def chunks(self, rng: np.random.Generator, count: int) -> tuple[list[str], np.ndarray]:
+        picks = rng.choice(VOCABULARY, size=(count, WORDS_PER_CHUNK), p=self.p)
+        texts = [" ".join(self.words[i] for i in row) for row in picks]
+        vectors = self.table[picks].sum(axis=1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return texts, np.ascontiguousarray(vectors / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+
+    def queries(self, count: int) -> list[str]:
+        rng = np.random.default_rng(7)
+        return [" ".join(self.words[i] for i in rng.choice(VOCABULARY // 5, size=6)) for _ in range(count)]
+
+
+def open_faiss(folder: Path, dim: int, auto_save: bool) -> tuple[Any, Any, Any, Callable[[], None]]:
+    from mx_rag.storage.document_store import SQLiteDocstore
+    from mx_rag.storage.vectorstore import MindFAISS
+
+    db = str(folder / "sql.db")
+    registry, chunks = KnowledgeStore(db_path=db), SQLiteDocstore(db_path=db)
+    vectors = MindFAISS(x_dim=dim, devs=[0], load_local_index=str(folder / "faiss.index"), auto_save=auto_save)
+    return registry, chunks, vectors, vectors.save_local
+
+
+def open_milvus(folder: Path, dim: int, auto_save: bool) -> tuple[Any, Any, Any, Callable[[], None]]:
+    from pymilvus import MilvusClient
+
+    from mx_rag.storage.document_store import MilvusDocstore
+    from mx_rag.storage.vectorstore import MilvusDB
+
+    client = MilvusClient(str(folder / "milvus.db"))
+    registry = KnowledgeStore(db_path=str(folder / "registry.db"))
+    vectors = MilvusDB.create(client=client, x_dim=dim, metric_type="IP", auto_flush=auto_save)
+    return registry, MilvusDocstore(client), vectors, lambda: None
+
+
+OPENERS = {"faiss": open_faiss, "milvus": open_milvus}
+
+
+def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
+    """What ``add_prepared`` writes for ready documents, in one transaction per store for the batch:
+    registry rows (ready), chunk rows with their full-text rows, vectors. ``add_prepared`` spends
+    ~12 ms a document in per-document transactions and lookups, which makes 250,000 take an hour."""
+    from mx_rag.knowledge.models import READY, DocumentModel
+    from mx_rag.storage.document_store.base_storage import MxDocument
+    from mx_rag.storage.document_store.text_tokens import index_tokens
+
+    registry, chunks = kb.knowledge_store, kb.chunk_store
+    with registry._session() as session:
+        rows = [DocumentModel(knowledge_id=kb.knowledge_id, knowledge_name=KB, document_name=f.path.name,
+                              document_file_path=str(f.path), status=READY) for f in files]
+        session.add_all(rows)
+        session.flush()
+        doc_ids = [row.document_id for row in rows]
+    params = [
+        chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
+        for f, d in zip(files, doc_ids, strict=True)
+        for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
+    ]
+    separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
+    with chunks._write() as conn:  # type: ignore[attr-defined]
+        ids = chunks._insert(conn, params)  # type: ignore[attr-defined]
+        if separate:
+            chunks._full_text.on_insert(conn, ids, [index_tokens(t) for f in files for t in f.texts])  # type: ignore[attr-defined]
+    owners = [d for d in doc_ids for _ in range(CHUNKS_PER_DOC)]
+    kb.vector_store.add(ids, np.concatenate([f.dense for f in files]), document_id=owners)
+
+
+def build(store: str, folder: Path, documents: int, dim: int, corpus: Corpus) -> dict[str, Any]:
+    """Fill ``folder`` with ``documents`` documents unless a finished build is there (FAISS: ``bulk_add``;
+    Milvus: ``add_prepared``)."""
+    done = folder / "done"
+    if done.exists():
+        return {"cached": True}
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "docs").mkdir()
+    start = time.perf_counter()
+    registry, chunks, vectors, save = OPENERS[store](folder, dim, False)
+    registry.add_knowledge(KB, USER, "admin")
+    kb = KnowledgeDB(knowledge_store=registry, chunk_store=chunks, vector_store=vectors, knowledge_name=KB,
+                     white_paths=[str(folder / "docs")], user_id=USER, max_file_count=BATCH)
+    rng = np.random.default_rng(documents)
+    for first in range(0, documents, BATCH):
+        count = min(BATCH, documents - first)
+        texts, matrix = corpus.chunks(rng, count * CHUNKS_PER_DOC)
+        files = [
+            PreparedFile(folder / "docs" / f"doc{first + i}.txt", texts[i * 4 : i * 4 + 4],
+                         [{"source": f"doc{first + i}.txt"}] * 4, matrix[i * 4 : i * 4 + 4], None)
+            for i in range(count)
+        ]  # fmt: skip
+        if store == "faiss":
+            bulk_add(kb, files)
+        else:
+            kb.add_prepared(files)
+    save()
+    done.write_text("ok")
+    return {"cached": False, "build_s": round(time.perf_counter() - start, 1)}
+
+
+def measure(store: str, folder: Path, dim: int, corpus: Corpus, queries: int) -> dict[str, list[float]]:
+    registry, chunks, vectors, _ = OPENERS[store](folder, dim, True)
+    kb = KnowledgeDB(knowledge_store=registry, chunk_store=chunks, vector_store=vectors, knowledge_name=KB,
+                     white_paths=[str(folder / "docs")], user_id=USER)
+    embed = HashEmbedding(dim).embed_documents
+    dense = Retriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=K)
+    hybrid = HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=K)
+    scoped_dense = kb.as_retriever(embed, k=K)
+    scoped_hybrid = kb.scoped(HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=K))
+    texts = corpus.queries(queries)
+    query_vectors = embed(texts)
+    runs: dict[str, Callable[[int], Any]] = {
+        "store_search": lambda i: vectors.search([query_vectors[i]], k=K),
+        "dense": lambda i: dense.invoke(texts[i]),
+        "scoped_dense": lambda i: scoped_dense.invoke(texts[i]),
+        "hybrid": lambda i: hybrid.invoke(texts[i]),
+        "scoped_hybrid": lambda i: scoped_hybrid.invoke(texts[i]),
+    }
+    for name in CONTENDERS:  # warm caches (index file, SQLite pages, per-filter arrays)
+        runs[name](0)
+        runs[name](1)
+    times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    for i in range(queries):
+        for name in rotated(CONTENDERS, i):
+            start = time.perf_counter()
+            hits = runs[name](i)
+            times[name].append(time.perf_counter() - start)
+            if name.endswith("dense") or name.endswith("hybrid"):
+                assert len(hits) == K, f"{name} returned {len(hits)} hits"
+    return times
+
+
+def tracing_off_line() -> dict[str, Any]:
+    """What the tracing stages cost with tracing off: a question passes through at most 9 (see
+    mx_rag.utils.tracing), each one ``with stage(...)``, timed here 200,000 times."""
+    from mx_rag.utils import tracing
+
+    assert not tracing.enabled(), "unset MXRAG_OTLP_ENDPOINT to measure tracing off"
+    rounds = 200_000
+    start = time.perf_counter()
+    for _ in range(rounds):
+        with tracing.stage("query.embed"):
+            pass
+    per_stage = (time.perf_counter() - start) / rounds
+    return {"bench": "query_scaling", "scenario": "tracing_off", "ns_per_stage": round(per_stage * 1e9, 1),
+            "us_per_question_9_stages": round(per_stage * 9 * 1e6, 3), "loadavg": loadavg()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[1000, 10_000, 100_000, 250_000],
+                        help="documents per knowledge base (4 chunks each)")
+    parser.add_argument("--stores", nargs="+", choices=sorted(OPENERS), default=["faiss", "milvus"])
+    parser.add_argument("--dim", type=positive_int, default=128)
+    parser.add_argument("--queries", type=positive_int, default=30)
+    parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/mxrag-query-scaling"))
+    parser.add_argument("--label", default="", help="a tag for this run (before/after)")
+    parser.add_argument("--omp-threads", type=positive_int, default=1,
+                        help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
+    args = parser.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(args.omp_threads)
+    emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
+                     omp_threads=args.omp_threads, loadavg=loadavg()))
+    emit(tracing_off_line())
+    corpus = Corpus(args.dim)
+    for store in args.stores:
+        for documents in args.sizes:
+            folder = args.cache_dir / f"{store}-{documents}-d{args.dim}"
+            built = build(store, folder, documents, args.dim, corpus)
+            emit({"bench": "query_scaling", "scenario": "build", "store": store, "documents": documents,
+                  "chunks": documents * CHUNKS_PER_DOC, **built, **memory_mb(), "loadavg": loadavg()})
+            times = measure(store, folder, args.dim, corpus, args.queries)
+            p50 = {name: percentile(values, 0.5) for name, values in times.items()}
+            for name, values in times.items():
+                emit({"bench": "query_scaling", "scenario": name, "store": store, "documents": documents,
+                      "chunks": documents * CHUNKS_PER_DOC, "label": args.label, "p50_ms": ms(p50[name]),
+                      "p90_ms": ms(percentile(values, 0.9)), "loadavg": loadavg()})
+            line: dict[str, Any] = {"bench": "query_scaling", "scenario": "scoped_over_unscoped", "store": store,
+                                    "documents": documents, "label": args.label}
+            for kind in ("dense", "hybrid"):
+                bar = 1.1 * p50[kind] + 0.001
+                line[f"{kind}_extra_ms"] = ms(p50[f"scoped_{kind}"] - p50[kind])
+                line[f"{kind}_within_bar"] = p50[f"scoped_{kind}"] <= bar
+            emit(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Milvus: a filter on over 1,000 documents is applied after an unfiltered search where that leaves
+k hits, else by the filter expression; both give what filtering every hit gives."""
+
+from typing import Any
+
+import numpy as np
+
+from mx_rag.storage.document_store import MilvusDocstore, MxDocument
+from mx_rag.storage.validation import DocumentIds
+from mx_rag.storage.vectorstore import MilvusDB
+
+PADDING = list(range(1000, 2100))  # ids of no document: the filters hold over 1,000 ids
+
+
+def test_milvus_dense_filter_on_many_documents_equals_filtering_every_hit(milvus_client: Any) -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((400, 16)).astype(np.float32)
+    store = MilvusDB.create(client=milvus_client, collection_name="post_filter_dense", x_dim=16, metric_type="IP")
+    store.add(list(range(400)), vectors, document_id=[i // 4 for i in range(400)])  # 100 documents
+    queries = rng.standard_normal((3, 16)).astype(np.float32)
+    everything = store.search(queries, k=400)[1]
+    ranked_docs = list(dict.fromkeys(i // 4 for i in everything[0]))
+    for keep in (list(range(100)), ranked_docs[2:], ranked_docs[30:]):
+        expected = [[i for i in row if i // 4 in set(keep)][:5] for row in everything]
+        for ids in (DocumentIds(keep + PADDING), keep + PADDING):
+            assert store.search(queries, k=5, filter_dict={"document_id": ids})[1] == expected
+
+
+def test_milvus_full_text_filter_on_many_documents_equals_filtering_every_match(milvus_client: Any) -> None:
+    store = MilvusDocstore(milvus_client, collection_name="post_filter_bm25")
+    rng = np.random.default_rng(1)
+    words = [f"word{i}" for i in range(20)]
+    for doc in range(24):
+        store.add([MxDocument(" ".join(rng.choice(words, 6)), document_name=f"d{doc}") for _ in range(2)], doc)
+    everything = store.full_text_search("word1 word2 word3", top_k=500)
+    ranked_docs = list(dict.fromkeys(hit.document_id for hit in everything))
+    for keep in (list(range(24)), ranked_docs[2:], ranked_docs[14:]):
+        expected = [h.chunk_id for h in everything if h.document_id in set(keep)][:5]
+        hits = store.full_text_search(
+            "word1 word2 word3", top_k=5, filter_dict={"document_id": DocumentIds(keep + PADDING)}
+        )
+        assert [h.chunk_id for h in hits] == expected
