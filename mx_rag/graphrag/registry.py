@@ -90,6 +90,10 @@ class _SealedJson:
         self._encrypt_fn = encrypt_fn
         self._decrypt_fn = decrypt_fn
         remove_stale_temps(path)
+        self._opened()
+
+    def _opened(self) -> None:
+        """What a subclass does once its file is known (nothing here)."""
 
     def _save(self, data: dict[str, Any]) -> None:
         text = json.dumps({"format": self.FORMAT, "version": self.VERSION, **data}, ensure_ascii=False,
@@ -105,19 +109,13 @@ class ChunkRegistry(_SealedJson):
 
     FORMAT, VERSION, WHAT = REGISTRY_FORMAT, REGISTRY_VERSION, "the chunk registry"
 
-    def __init__(
-        self,
-        path: Path,
-        encrypt_fn: Callable[[str], str] | None = None,
-        decrypt_fn: Callable[[str], str] | None = None,
-    ) -> None:
-        super().__init__(path, encrypt_fn, decrypt_fn)
+    def _opened(self) -> None:
         self._lock = threading.RLock()
         self._documents: dict[str, list[str]] = {}
         self._chunks: dict[str, ChunkRecord] = {}
         self._extractions: dict[str, Extraction] = {}
         self._numbers: dict[int, str] = {}
-        if path.exists():
+        if self._path.exists():
             self._load()
 
     # -- documents -------------------------------------------------------------------------------
