@@ -94,9 +94,9 @@ def _export(config: Path | None, settings: Any, llm_url: str) -> None:
 
 def _run(settings: Any, mode: str) -> None:
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
     from mx_rag.server.runner import bind_socket
+    from mx_rag.server.supervisor import Supervisor
 
     sock = bind_socket(settings.host, settings.port)  # a busy port fails here, with a clear error
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -110,7 +110,7 @@ def _run(settings: Any, mode: str) -> None:
                             http="mx_rag.server.slow_clients:HeaderTimeoutH11")  # slow clients: a header deadline
     try:
         if settings.workers > 1:
-            Multiprocess(config, sockets=[sock]).run()
+            Supervisor(config, sockets=[sock]).run()
         else:
             uvicorn.Server(config).run(sockets=[sock])
     finally:

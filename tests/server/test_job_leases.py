@@ -100,44 +100,74 @@ def test_kill_9_of_a_worker_during_an_upload_fails_the_job_and_leaves_nothing(tm
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"half a file")
     os.utime(stale, (time.time() - 120, time.time() - 120))
-    with ScriptedServer() as llm:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "MXRAG_UPLOAD__JOB_LEASE_S": "3"}
+    with ScriptedServer() as llm, _serve(data, llm, {"MXRAG_UPLOAD__JOB_LEASE_S": "3"}) as (proc, url):
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.post("/v1/knowledge-bases", json={"name": "handbook"}).status_code == 201
+            job = http.post("/v1/knowledge-bases/handbook/documents",
+                            files={"files": ("long.txt", text.encode())}).json()
+            while http.get(f"/v1/knowledge-bases/handbook/jobs/{job['id']}").json()["status"] == "queued":
+                time.sleep(0.05)
+            with sqlite3.connect(data / "sql.db") as db:  # the lease names the worker: "<pid>-<random>"
+                owner = db.execute("SELECT owner FROM ingest_job_leases WHERE job_id = ?", (job["id"],)).fetchone()
+            busy = int(owner[0].split("-")[0])
+            assert busy in _workers(proc.pid)
+            os.kill(busy, signal.SIGKILL)  # the other worker lives on, and reaps the job
+            killed = time.monotonic()
+            state = job
+            while time.monotonic() - killed < 60:
+                with contextlib.suppress(httpx.HTTPError):  # the supervisor is starting new workers
+                    state = http.get(f"/v1/knowledge-bases/handbook/jobs/{job['id']}").json()
+                if state["status"] in ("done", "failed"):
+                    break
+                time.sleep(0.5)
+            assert state["status"] == "failed" and "worker stopped" in state["error"], state
+            documents = http.get("/v1/knowledge-bases/handbook").json()["documents"]
+        assert documents == []
+        assert [p.name for p in (data / "uploads").rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.slow
+def test_a_stop_signal_ends_serve_while_a_worker_restarts_and_a_hung_worker_is_killed(tmp_path: Path) -> None:
+    with ScriptedServer() as llm, _serve(tmp_path / "data", llm, {}) as (proc, _):
+        first, second = _workers(proc.pid)
+        os.kill(first, signal.SIGKILL)  # the supervisor starts a replacement...
+        os.kill(second, signal.SIGSTOP)  # ...and this one hangs: it cannot act on a stop signal
+        deadline = time.monotonic() + 30
+        while len(_workers(proc.pid)) < 2 or first in _workers(proc.pid):
+            assert time.monotonic() < deadline, "no replacement for the killed worker"
+            time.sleep(0.1)
+        replacement = next(pid for pid in _workers(proc.pid) if pid != second)
+        proc.terminate()  # while the replacement is still starting: handled at once, not after its ping
+        assert proc.wait(timeout=60) == 0
+    assert not Path(f"/proc/{second}").exists() and not Path(f"/proc/{replacement}").exists()
+
+
+@contextlib.contextmanager
+def _serve(data: Path, llm: ScriptedServer, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``mxrag serve --workers 2`` on ``data``, ready; stopped with SIGTERM on leaving (it must end
+    within 60 s; its log is shown if not)."""
+    data.mkdir(parents=True, exist_ok=True)
+    log = data.parent / "serve.log"
+    with log.open("w") as err:
         proc = subprocess.Popen([*MXRAG, "serve", "--data-dir", str(data), "--port", "0", "--workers", "2",
-                                 "--llm-url", llm.url("/v1")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True, env=env)
+                                 "--llm-url", llm.url("/v1")], stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **env})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        with httpx.Client(base_url=url, timeout=60) as http:
+            deadline = time.monotonic() + 120
+            while len(_workers(proc.pid)) < 2 or not _ready(http):
+                assert time.monotonic() < deadline, "mxrag serve did not start"
+                time.sleep(0.5)
+        yield proc, url
+    finally:
+        proc.terminate()
         try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().strip()
-            with httpx.Client(base_url=url, timeout=60) as http:
-                deadline = time.monotonic() + 120
-                while len(_workers(proc.pid)) < 2 or not _ready(http):
-                    assert time.monotonic() < deadline, "mxrag serve did not start"
-                    time.sleep(0.5)
-                assert http.post("/v1/knowledge-bases", json={"name": "handbook"}).status_code == 201
-                job = http.post("/v1/knowledge-bases/handbook/documents",
-                                files={"files": ("long.txt", text.encode())}).json()
-                while http.get(f"/v1/knowledge-bases/handbook/jobs/{job['id']}").json()["status"] == "queued":
-                    time.sleep(0.05)
-                with sqlite3.connect(data / "sql.db") as db:  # the lease names the worker: "<pid>-<random>"
-                    owner = db.execute("SELECT owner FROM ingest_job_leases WHERE job_id = ?", (job["id"],)).fetchone()
-                busy = int(owner[0].split("-")[0])
-                assert busy in _workers(proc.pid)
-                os.kill(busy, signal.SIGKILL)  # the other worker lives on, and reaps the job
-                killed = time.monotonic()
-                state = job
-                while time.monotonic() - killed < 60:
-                    with contextlib.suppress(httpx.HTTPError):  # the supervisor is starting new workers
-                        state = http.get(f"/v1/knowledge-bases/handbook/jobs/{job['id']}").json()
-                    if state["status"] in ("done", "failed"):
-                        break
-                    time.sleep(0.5)
-                assert state["status"] == "failed" and "worker stopped" in state["error"], state
-                documents = http.get("/v1/knowledge-bases/handbook").json()["documents"]
-            assert documents == []
-            assert [p.name for p in (data / "uploads").rglob("*") if p.is_file()] == []
-        finally:
-            proc.terminate()
             proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"mxrag serve did not stop within 60 s of SIGTERM; its log ends:\n{log.read_text()[-3000:]}")
 
 
 def _ready(http: httpx.Client) -> bool:
