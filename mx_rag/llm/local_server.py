@@ -15,13 +15,13 @@ import os
 import socket
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_bool, check_int, check_optional_str, check_str, fail
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.lifecycle import Startable
 
 __all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "LocalLLMServer", "default_model_path", "default_threads"]
 
@@ -98,7 +98,7 @@ def _check_port_free(host: str, port: int) -> None:
             raise MxRagError(f"cannot listen on {host}:{port}: {exc.strerror} (choose another port)") from exc
 
 
-class LocalLLMServer:
+class LocalLLMServer(Startable):
     """llama.cpp's HTTP server, in this process, serving an OpenAI-compatible API.
 
     Args:
@@ -221,13 +221,6 @@ class LocalLLMServer:
             del server  # the C++ server shuts down when its Python object is freed
             logger.info("local LLM server on port %d stopped", self._bound_port)
 
-    def __enter__(self) -> LocalLLMServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def _params(self, xllamacpp: Any, path: Path) -> Any:
         params = xllamacpp.CommonParams()

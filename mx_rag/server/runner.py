@@ -8,17 +8,17 @@ import os
 import socket
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 from mx_rag.errors import MxRagError, ParameterError
 from mx_rag.utils.checks import check_int, check_number, check_str
 from mx_rag.utils.lazy import extra_import
+from mx_rag.utils.lifecycle import Startable
 
 __all__ = ["AppServer", "bind_socket"]
 
 
-class AppServer:
+class AppServer(Startable):
     """Runs an ASGI app with uvicorn in a daemon thread.
 
     Args:
@@ -131,13 +131,6 @@ class AppServer:
             if self._thread is None or not self._thread.is_alive():
                 return
 
-    def __enter__(self) -> AppServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, cast
 
 from mx_rag.testing.faults import Fault
 from mx_rag.testing.replies import Reply, default_reply
+from mx_rag.utils.lifecycle import Startable
 
 __all__ = ["Fault", "RecordedRequest", "ScriptedServer"]
 
@@ -284,7 +284,7 @@ class _Server(ThreadingHTTPServer):
                 socket.socket.shutdown(conn, socket.SHUT_RDWR)
 
 
-class ScriptedServer:
+class ScriptedServer(Startable):
     """An OpenAI-compatible HTTP(S) server on 127.0.0.1 that answers from a FIFO of scripted replies.
 
     Each request consumes one queued :class:`Reply` (or :class:`Fault`, which breaks the
@@ -359,13 +359,6 @@ class ScriptedServer:
         if thread is not None:
             thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- addresses -----------------------------------------------------------------------------
 

@@ -123,20 +123,10 @@ class ChunkCodec:
             raise ParameterError(f"{name} contains a NUL character, which {self._nul_free} cannot store")
 
     def encrypt(self, text: str) -> str:
-        if self._encrypt_fn is None:
-            return text
-        result = self._encrypt_fn(text)
-        if not isinstance(result, str) or len(result) > MAX_ENCRYPTED_CONTENT:
-            raise fail("the result of encrypt_fn", result, f"a str of at most {MAX_ENCRYPTED_CONTENT} characters")
-        return result
+        return _apply(self._encrypt_fn, "encrypt_fn", text, MAX_ENCRYPTED_CONTENT)
 
     def decrypt(self, text: str) -> str:
-        if self._decrypt_fn is None:
-            return text
-        result = self._decrypt_fn(text)
-        if not isinstance(result, str) or len(result) > MAX_PAGE_CONTENT:
-            raise fail("the result of decrypt_fn", result, f"a str of at most {MAX_PAGE_CONTENT} characters")
-        return result
+        return _apply(self._decrypt_fn, "decrypt_fn", text, MAX_PAGE_CONTENT)
 
     def row_params(self, index: int, doc: Any, document_id: int) -> dict[str, Any]:
         """The insert parameters of ``documents[index]`` (validated, text encrypted)."""
@@ -168,3 +158,13 @@ class ChunkCodec:
             chunk_id=row.chunk_id,
             document_id=row.document_id,
         )
+
+
+def _apply(fn: TextFn | None, name: str, text: str, limit: int) -> str:
+    """``fn(text)``, checked to be a str of at most ``limit`` characters (``text`` if no ``fn``)."""
+    if fn is None:
+        return text
+    result = fn(text)
+    if not isinstance(result, str) or len(result) > limit:
+        raise fail(f"the result of {name}", result, f"a str of at most {limit} characters")
+    return result
