@@ -18,6 +18,7 @@ from typing import Any
 from mx_rag.app.chains import CHAIN_TYPES
 from mx_rag.app.service import KnowledgeService, check_kb_name
 from mx_rag.app.users import Principal
+from mx_rag.chain.base import Chain
 from mx_rag.errors import KnowledgeNotFound, ParameterError
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
@@ -174,34 +175,28 @@ class Answerer:
     def answer(self, chain: Any, question: Question, config: LLMParameterConfig) -> dict[str, Any]:
         """The chain's result; a graph chain's also holds ``"graph"`` (see ``GraphChain.view``)."""
         result: dict[str, Any] = chain.query(question.text, config)
-        if isinstance(chain, GraphChain):
-            result = {**result, "graph": chain.view(question.text, result)}
         return result
 
-    def stream(self, chain: Any, question: Question, config: LLMParameterConfig) -> Iterator[tuple[str, Any]]:
+    def stream(self, chain: Chain, question: Question, config: LLMParameterConfig) -> Iterator[tuple[str, Any]]:
         """The answer as ("delta", text) items, then ("result", the whole result as ``answer``
-        returns it). The chains stream the answer so far; this is the one place that turns it
-        into deltas (the server's SSE and the command line send them on as they are)."""
-        sent, last = "", {}
-        for item in chain.query(question.text, config.replace(stream=True)):
-            last = item
-            text = item.get("result", "")
-            if text.startswith(sent) and len(text) > len(sent):
-                yield "delta", text[len(sent):]
-                sent = text
-        if isinstance(chain, GraphChain):
-            last = {**last, "graph": chain.view(question.text, last)}
-        yield "result", last
+        returns it): the chains' one streaming shape, which the server's SSE and the command line
+        send on as it is. Nothing runs before the first item is asked for."""
+        yield from chain.stream(question.text, config)
 
 
-class GraphChain:
+class GraphChain(Chain):
     """A ``GraphRagText2TextChain`` with the entities behind its answer (``view``)."""
 
-    def __init__(self, chain: Any, retriever: Any) -> None:
+    def __init__(self, chain: Chain, retriever: Any) -> None:
         self.chain, self.retriever = chain, retriever
 
-    def query(self, text: str, llm_config: LLMParameterConfig) -> Any:
-        return self.chain.query(text, llm_config)
+    def query(self, text: str, llm_config: LLMParameterConfig | None = None, *args: Any, **kwargs: Any) -> Any:
+        result = self.chain.query(text, llm_config)
+        return {**result, "graph": self.view(text, result)} if isinstance(result, dict) else result
+
+    def stream(self, text: str, llm_config: LLMParameterConfig | None = None) -> Iterator[tuple[str, Any]]:
+        for kind, value in self.chain.stream(text, llm_config):
+            yield kind, ({**value, "graph": self.view(text, value)} if kind == "result" else value)
 
     def view(self, question: str, result: dict[str, Any]) -> dict[str, Any]:
         """The entities and relations around the answer: ``{"nodes": [{"id", "label", "passages"}],
@@ -249,7 +244,7 @@ class _ConfiguredLLM:
         return self.llm.chat(query, *args, llm_config=llm_config or self.llm_config, **kwargs)
 
 
-class CoRagChain:
+class CoRagChain(Chain):
     """CoRAG as a served chain: greedy multi-hop retrieval over one knowledge base, then the final
     answer; ``query`` returns the chains' result shape (streamed as one piece: the answer is only
     known at the end)."""
@@ -257,9 +252,10 @@ class CoRagChain:
     def __init__(self, llm: Any, retriever: Any, k: int) -> None:
         self.llm, self.retriever, self.k = llm, retriever, k
 
-    def query(self, text: str, llm_config: LLMParameterConfig) -> Any:
-        result = self._answer(text, llm_config)
-        return iter([result]) if llm_config.stream else result
+    def query(self, text: str, llm_config: LLMParameterConfig | None = None, *args: Any, **kwargs: Any) -> Any:
+        config = llm_config or LLMParameterConfig()
+        result = self._answer(text, config)
+        return iter([result]) if config.stream else result
 
     def _answer(self, text: str, config: LLMParameterConfig) -> dict[str, Any]:
         from mx_rag.corag import CoRagAgent

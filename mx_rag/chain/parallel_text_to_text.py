@@ -15,7 +15,6 @@ warm-up is ignored (it only costs the saving).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -85,21 +84,19 @@ class ParallelText2TextChain(SingleText2TextChain):
         super().__init__(llm, retriever, reranker, prompt, sys_messages, source, user_content_builder)
         self._warmup_timeout = check_number("warmup_timeout", warmup_timeout, 0.0, 600.0)
 
-    def query(
-        self, text: str, llm_config: LLMParameterConfig | None = None, *args: Any, **kwargs: Any
-    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-        config = self._check_query(text, llm_config)
+    def _retrieve(self, text: str) -> list[Document]:
+        """Retrieval, while the warm-up request prefills the prompt's stable prefix."""
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mx_rag-parallel")
         try:
             warmup = pool.submit(self._warm_up, text)
-            docs = pool.submit(self._retrieve, text).result()  # a retrieval error propagates
+            docs = pool.submit(super()._retrieve, text).result()  # a retrieval error propagates
             self._wait_for(warmup)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # never wait on an abandoned warm-up
-        result = self._answer(text, self._build_content(text, docs), docs, config)
-        if isinstance(result, dict):
-            return {**result, "prompt": text}
-        return ({**item, "prompt": text} for item in result)
+        return docs
+
+    def _result(self, text: str, answer: str, sources: list[dict[str, Any]] | None) -> dict[str, Any]:
+        return {**super()._result(text, answer, sources), "prompt": text}
 
     def _warm_up(self, text: str) -> None:
         """Send the stable prefix with ``max_tokens=1`` so the server caches its prefill."""

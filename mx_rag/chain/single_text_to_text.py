@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever
 from mx_rag.chain.base import Chain
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.openai_wire import check_sys_messages
-from mx_rag.llm.protocol import LLMLike, chat_llm
+from mx_rag.llm.protocol import LLMLike, chat_deltas, chat_llm
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.utils.checks import check_bool, check_instance, check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_PROMPT_LENGTH, TEXT_MAX_LEN
@@ -124,8 +124,26 @@ class SingleText2TextChain(Chain):
         """Answer ``text``: ``{"query", "result", "source_documents"}``, or an iterator of such
         dicts (each holding the answer so far) when ``llm_config.stream`` is True."""
         config = self._check_query(text, llm_config)
+        content, sources = self._prepare(text)
+        if config.stream:
+            return self._growing(text, sources, self._deltas(text, content, sources, config))
+        with stage("query.llm"):
+            answer = self._llm.chat(content, sys_messages=self._sys_messages, role="user", llm_config=config)
+        return self._result(text, answer, sources)
+
+    def stream(self, text: str, llm_config: LLMParameterConfig | None = None) -> Iterator[tuple[str, Any]]:
+        """The answer as the LLM sends it: ``("delta", text)`` items, then ``("result", result)``
+        with the whole result as ``query`` returns it. Retrieval runs before the first item."""
+        config = self._check_query(text, llm_config).replace(stream=True)
+        content, sources = self._prepare(text)
+        return self._deltas(text, content, sources, config)
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    def _prepare(self, text: str) -> tuple[str, list[dict[str, Any]] | None]:
+        """The user message and the result's sources (None without ``source``)."""
         docs = self._retrieve(text)
-        return self._answer(text, self._build_content(text, docs), docs, config)
+        return self._build_content(text, docs), source_documents(docs) if self._source else None
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -151,28 +169,28 @@ class SingleText2TextChain(Chain):
             raise fail("user_content_builder result", content, f"a str of 1 to {LLM_TEXT_MAX_LEN} characters")
         return content
 
-    def _answer(
-        self, text: str, content: str, docs: list[Document], config: LLMParameterConfig
-    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-        sources = source_documents(docs) if self._source else None
-        if config.stream:
-            return self._stream(text, content, sources, config)
-        with stage("query.llm"):
-            answer = self._llm.chat(content, sys_messages=self._sys_messages, role="user", llm_config=config)
-        return self._result(text, answer, sources)
-
-    def _stream(
+    def _deltas(
         self, text: str, content: str, sources: list[dict[str, Any]] | None, config: LLMParameterConfig
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[tuple[str, Any]]:
+        answer = ""
         with stage("query.llm"), contextlib.ExitStack() as first_token:
             first_token.enter_context(stage("query.llm_first_token"))
-            for answer in self._llm.chat_streamly(content, sys_messages=self._sys_messages, role="user",
-                                                  llm_config=config):
+            for delta in chat_deltas(self._llm, content, self._sys_messages, "user", config):
                 first_token.close()  # ends that span at the first token; later calls do nothing
+                answer += delta
+                yield "delta", delta
+        yield "result", self._result(text, answer, sources)
+
+    def _growing(self, text: str, sources: list[dict[str, Any]] | None,
+                 events: Iterator[tuple[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``query``'s streamed shape: a result per delta, holding the answer so far."""
+        answer = ""
+        for kind, value in events:
+            if kind == "delta":
+                answer += value
                 yield self._result(text, answer, sources)
 
-    @staticmethod
-    def _result(text: str, answer: str, sources: list[dict[str, Any]] | None) -> dict[str, Any]:
+    def _result(self, text: str, answer: str, sources: list[dict[str, Any]] | None) -> dict[str, Any]:
         result: dict[str, Any] = {"query": text, "result": answer}
         if sources is not None:
             result["source_documents"] = sources

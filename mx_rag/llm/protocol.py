@@ -25,7 +25,7 @@ from mx_rag.llm.openai_wire import check_sys_messages
 from mx_rag.utils.checks import check_str, fail
 from mx_rag.utils.common import LLM_TEXT_MAX_LEN, MAX_ROLE_LEN
 
-__all__ = ["ChatLLM", "LLMLike", "LangChainLLM", "chat_llm"]
+__all__ = ["ChatLLM", "LLMLike", "LangChainLLM", "chat_deltas", "chat_llm", "cumulative", "differences"]
 
 
 @runtime_checkable
@@ -76,9 +76,13 @@ class LangChainLLM:
 
     def chat_streamly(self, query: str, sys_messages: list[dict[str, Any]] | None = None, role: str = "user",
                       llm_config: LLMParameterConfig | None = None) -> Iterator[str]:
+        return cumulative(self.chat_deltas(query, sys_messages, role, llm_config))
+
+    def chat_deltas(self, query: str, sys_messages: list[dict[str, Any]] | None = None, role: str = "user",
+                    llm_config: LLMParameterConfig | None = None) -> Iterator[str]:
         messages, options = self._call(query, sys_messages, role, llm_config)
         pieces = (_text(chunk) for chunk in self.model.stream(messages, **options))
-        return cumulative(piece for piece in pieces if piece)  # a role-only chunk adds nothing
+        return (piece for piece in pieces if piece)  # a role-only chunk adds nothing
 
     def _call(self, query: str, sys_messages: Any, role: str,
               llm_config: LLMParameterConfig | None) -> tuple[list[Any], dict[str, Any]]:
@@ -114,6 +118,27 @@ def _text(output: Any) -> str:
     if isinstance(text, str):
         return str(text)
     return str(text()) if callable(text) else str(getattr(output, "content", ""))  # older langchain-core: a method
+
+
+def chat_deltas(llm: ChatLLM, query: str, sys_messages: list[dict[str, Any]] | None = None, role: str = "user",
+                llm_config: LLMParameterConfig | None = None) -> Iterator[str]:
+    """The answer of ``llm`` as text deltas: its own ``chat_deltas`` where it has one (``Text2TextLLM``,
+    ``LangChainLLM``), else the differences of its ``chat_streamly`` text (an item that does not
+    extend the text so far adds nothing)."""
+    own = getattr(llm, "chat_deltas", None)
+    if callable(own):
+        deltas: Iterator[str] = own(query, sys_messages=sys_messages, role=role, llm_config=llm_config)
+        return deltas
+    return differences(llm.chat_streamly(query, sys_messages=sys_messages, role=role, llm_config=llm_config))
+
+
+def differences(texts: Iterator[str]) -> Iterator[str]:
+    """Growing texts turned into the deltas between them (the inverse of ``cumulative``)."""
+    sent = ""
+    for text in texts:
+        if text.startswith(sent) and len(text) > len(sent):
+            yield text[len(sent):]
+            sent = text
 
 
 def cumulative(pieces: Iterator[str]) -> Iterator[str]:

@@ -93,3 +93,34 @@ def test_anything_else_is_refused_naming_the_parameter(bad: Any) -> None:
         chat_llm("judge_llm", bad)
     with pytest.raises(ParameterError, match=r"^model must be a LangChain"):
         LangChainLLM(bad)
+
+
+class _GrowingOnly:
+    """A user's LLM that streams only the answer so far (the original's shape), with no ``chat_deltas``."""
+
+    def chat(self, query: str, sys_messages: Any = None, role: str = "user", llm_config: Any = None) -> str:
+        return "stream manager"
+
+    def chat_streamly(self, query: str, sys_messages: Any = None, role: str = "user",
+                      llm_config: Any = None) -> Iterator[str]:
+        yield from ["stream", "stream", "stream man", "stream manager"]  # a repeat adds nothing
+
+
+@pytest.mark.parametrize("llm", ["ours", "langchain", "growing"])
+def test_stream_sends_the_deltas_then_the_whole_result(llm: str, server: ScriptedServer,
+                                                       retriever: Retriever) -> None:
+    server.enqueue(Reply.stream(["stream", " man", "ager"]))
+    model: Any = {"ours": lambda: Text2TextLLM(base_url=server.url("/v1/chat/completions"), model_name="scripted",
+                                               client_param=ClientParam(use_http=True)),
+                  "langchain": lambda: chat_openai(server), "growing": _GrowingOnly}[llm]()
+    chain = SingleText2TextChain(llm=model, retriever=retriever)
+    events = list(chain.stream(QUESTION))
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "result" and set(kinds[:-1]) == {"delta"}
+    assert "".join(value for kind, value in events if kind == "delta") == "stream manager"
+    result = events[-1][1]
+    assert result["query"] == QUESTION and result["result"] == "stream manager"
+    assert [d["page_content"] for d in result["source_documents"]]  # the sources come with the result
+    if llm != "growing":
+        assert [value for kind, value in events if kind == "delta"] == ["stream", " man", "ager"]
+        assert server.requests[-1].json["stream"] is True
