@@ -162,6 +162,7 @@ class LocalLLMServer(Startable):
 
     @property
     def running(self) -> bool:
+        """Whether the server is listening (between ``start()`` and ``stop()``)."""
         return self._server is not None
 
     @property
@@ -175,6 +176,7 @@ class LocalLLMServer(Startable):
 
     @property
     def chat_url(self) -> str:
+        """The chat completions endpoint: ``base_url`` + ``/chat/completions``."""
         return self.base_url + "/chat/completions"
 
     @property
@@ -184,6 +186,7 @@ class LocalLLMServer(Startable):
 
     @property
     def n_threads(self) -> int:
+        """The CPU threads the model computes with."""
         return self._n_threads
 
     def start(self) -> LocalLLMServer:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mx_rag.errors import ParameterError
@@ -74,6 +74,17 @@ def check_instance(name: str, value: Any, cls: type) -> Any:
     if not isinstance(value, cls):
         raise fail(name, value, f"a {cls.__name__}")
     return value
+
+
+def apply_text_fn(name: str, fn: Callable[[str], str] | None, text: str, max_len: int) -> str:
+    """``fn(text)``, checked to be a str of at most ``max_len`` characters; ``text`` when ``fn`` is
+    None (the user's ``encrypt_fn``/``decrypt_fn`` of the stores: ``name`` is the parameter)."""
+    if fn is None:
+        return text
+    result = fn(text)
+    if not isinstance(result, str) or len(result) > max_len:
+        raise fail(f"the result of {name}", result, f"a str of at most {max_len} characters")
+    return result
 
 
 def check_str_mapping(name: str, value: Any, *, max_items: int, max_key: int, max_value: int) -> dict[str, str]:

@@ -26,7 +26,7 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Integer, MetaD
 
 from mx_rag.errors import ParameterError
 from mx_rag.storage.document_store.base_storage import MAX_CHUNKS_NUM, MAX_PAGE_CONTENT, MxDocument
-from mx_rag.utils.checks import check_int, check_str, fail
+from mx_rag.utils.checks import apply_text_fn, check_int, check_str, fail
 
 logger = logging.getLogger(__name__)
 
@@ -123,10 +123,10 @@ class ChunkCodec:
             raise ParameterError(f"{name} contains a NUL character, which {self._nul_free} cannot store")
 
     def encrypt(self, text: str) -> str:
-        return _apply(self._encrypt_fn, "encrypt_fn", text, MAX_ENCRYPTED_CONTENT)
+        return apply_text_fn("encrypt_fn", self._encrypt_fn, text, MAX_ENCRYPTED_CONTENT)
 
     def decrypt(self, text: str) -> str:
-        return _apply(self._decrypt_fn, "decrypt_fn", text, MAX_PAGE_CONTENT)
+        return apply_text_fn("decrypt_fn", self._decrypt_fn, text, MAX_PAGE_CONTENT)
 
     def row_params(self, index: int, doc: Any, document_id: int) -> dict[str, Any]:
         """The insert parameters of ``documents[index]`` (validated, text encrypted)."""
@@ -158,13 +158,3 @@ class ChunkCodec:
             chunk_id=row.chunk_id,
             document_id=row.document_id,
         )
-
-
-def _apply(fn: TextFn | None, name: str, text: str, limit: int) -> str:
-    """``fn(text)``, checked to be a str of at most ``limit`` characters (``text`` if no ``fn``)."""
-    if fn is None:
-        return text
-    result = fn(text)
-    if not isinstance(result, str) or len(result) > limit:
-        raise fail(f"the result of {name}", result, f"a str of at most {limit} characters")
-    return result

@@ -15,7 +15,7 @@ from typing import Any
 
 from mx_rag.errors import ParameterError, RemoteError
 from mx_rag.llm.protocol import ChatLLM, chat_llm
-from mx_rag.utils.checks import check_int, check_str, fail
+from mx_rag.utils.checks import apply_text_fn, check_int, check_str, fail
 from mx_rag.utils.common import MAX_PROMPT_LENGTH
 from mx_rag.utils.file_check import check_dir
 
@@ -175,16 +175,8 @@ class BaseGenerator:
         return pairs
 
     def _encrypt(self, text: str) -> str:
-        return self._crypt(self._encrypt_fn, text, "encrypt_fn")
+        return apply_text_fn("encrypt_fn", self._encrypt_fn, text, MAX_DOC_LEN)
 
     def _decrypt(self, text: str) -> str:
-        return self._crypt(self._decrypt_fn, text, "decrypt_fn")
+        return apply_text_fn("decrypt_fn", self._decrypt_fn, text, MAX_DOC_LEN)
 
-    @staticmethod
-    def _crypt(fn: Callable[[str], str] | None, text: str, name: str) -> str:
-        if fn is None:
-            return text
-        out = fn(text)
-        if not isinstance(out, str) or len(out) > MAX_DOC_LEN:
-            raise fail(f"{name}'s result", out, f"a str of at most {MAX_DOC_LEN} characters")
-        return out
