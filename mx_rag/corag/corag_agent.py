@@ -55,6 +55,7 @@ from mx_rag.retrievers.sources import as_retrieval_error, check_top_k
 from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_number, check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import INT_32_MAX, MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.lifecycle import Closable
 
 # ReasoningPath lives in reasoning_path.py; it is importable from here, as documented.
 __all__ = ["STOP_REASONS", "CoRagAgent", "ReasoningPath", "informativeness", "subquery_key", "usable_subquery"]
@@ -65,7 +66,7 @@ RETRY_TEMPERATURE = 0.7  # a repeated or unusable sub-query is asked again at le
 CALLS_PER_STEP = 4  # sub-query calls allowed per step (the original's 4 x max_path_length)
 MIN_PROMPT_BUDGET = 128
 
-class CoRagAgent:
+class CoRagAgent(Closable):
     """Builds reasoning paths and final answers; one agent may serve many threads at once.
 
     Args:
@@ -361,11 +362,6 @@ class CoRagAgent:
         if self._owns_source and callable(close):
             close()
 
-    def __enter__(self) -> CoRagAgent:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- internals -------------------------------------------------------------------------------
 

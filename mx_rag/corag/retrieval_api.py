@@ -43,6 +43,7 @@ from mx_rag.retrievers.sources import (
 from mx_rag.utils.checks import check_instance, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.http import HttpClient, check_url
+from mx_rag.utils.lifecycle import Closable
 
 __all__ = [
     "NO_ID",
@@ -138,7 +139,7 @@ def _documents(items: Sequence[Any], ids: list[str | None] | None) -> list[Retri
 # -- HTTP client -------------------------------------------------------------------------------------
 
 
-class RetrievalApiClient:
+class RetrievalApiClient(Closable):
     """A ``DocumentSource`` that POSTs ``{"query", "top_k"}`` to a retrieval API.
 
     Args:
@@ -201,11 +202,6 @@ class RetrievalApiClient:
         self._closed = True
         self._http.close()
 
-    def __enter__(self) -> RetrievalApiClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RetrievalApiClient(url={self.url!r}, top_k={self.top_k})"

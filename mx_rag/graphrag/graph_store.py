@@ -19,7 +19,9 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
+
+from mx_rag.utils.lifecycle import Closable
 
 __all__ = ["DESCRIPTION_SEPARATOR", "Edge", "GraphStore", "Node", "Subgraph"]
 
@@ -128,7 +130,7 @@ class Subgraph:
     edges: tuple[Edge, ...]
 
 
-class GraphStore(ABC):
+class GraphStore(ABC, Closable):
     """A directed multi-relation graph of entities, with per-chunk provenance.
 
     Contract for implementations (``tests/graphrag/graph_store_suite.py`` checks it):
@@ -271,10 +273,3 @@ class GraphStore(ABC):
         """Release files or connections; does not save. Idempotent."""
         return None
 
-    def __enter__(self) -> GraphStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -70,6 +70,7 @@ from mx_rag.utils._http_tls import build_ssl_context
 from mx_rag.utils.checks import check_str, fail
 from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import MAX_URL_LENGTH
+from mx_rag.utils.lifecycle import Closable
 
 # the names this module has always offered, some of them now defined in its private siblings
 __all__ = [
@@ -191,7 +192,7 @@ class _Call:
         time.sleep(delay)
 
 
-class HttpClient:
+class HttpClient(Closable):
     """A pooled, thread-safe JSON-over-HTTP client configured by ``ClientParam``.
 
     See the module documentation for what is retried and which error each failure raises.
@@ -220,11 +221,6 @@ class HttpClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> HttpClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def post_json(self, url: str, payload: Any) -> HttpResponse:
         """POST ``payload`` as JSON and read the whole body (at most ``response_limit_size``).

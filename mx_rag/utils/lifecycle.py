@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``Startable``: the ``with`` protocol of objects that are started and stopped (the servers)."""
+"""The ``with`` protocol, once: ``Closable`` (clients and stores: ``close()`` on leaving) and
+``Startable`` (servers: ``start()`` on entering, ``stop()`` on leaving)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,23 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Startable"]
+__all__ = ["Closable", "Startable"]
+
+
+class Closable:
+    """A base for objects holding connections or files, with ``close()`` (safe to call more than
+    once): ``with obj:`` closes it on leaving, even on an error."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 class Startable:

@@ -28,6 +28,7 @@ from mx_rag.utils.client_param import ClientParam
 from mx_rag.utils.common import MAX_MODEL_NAME_LENGTH
 from mx_rag.utils.factory import Creatable
 from mx_rag.utils.http import HttpClient, check_url
+from mx_rag.utils.lifecycle import Closable
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def wire_format(url: str) -> str:
     )
 
 
-class TEIEmbedding(Embeddings, Creatable):
+class TEIEmbedding(Embeddings, Creatable, Closable):
     """An embedding client for TEI (``/embed``, ``/embed_sparse``) and OpenAI-style (``/v1/embeddings``) servers.
 
     One pooled HTTP connection set per instance, reused across calls and threads. Texts are sent
@@ -98,11 +99,6 @@ class TEIEmbedding(Embeddings, Creatable):
         """Close the pooled connections."""
         self._client.close()
 
-    def __enter__(self) -> TEIEmbedding:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def embed_documents(self, texts: list[str], batch_size: int | None = None) -> list[Any]:
         """One result per text, in input order: ``list[float]``, or ``dict[int, float]`` for ``/embed_sparse``.

@@ -43,6 +43,7 @@ from mx_rag.storage.validation import (
 )
 from mx_rag.utils.checks import check_pattern, check_str, fail
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.lifecycle import Closable
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class _RawRow(NamedTuple):
         return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-class _SqlDocstore(Docstore):
+class _SqlDocstore(Docstore, Closable):
     """A :class:`Docstore` on any SQLAlchemy engine; subclasses pick the engine and the index.
 
     Args:
@@ -164,11 +165,6 @@ class _SqlDocstore(Docstore):
         if self._owns_engine:
             self._engine.dispose()
 
-    def __enter__(self) -> _SqlDocstore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _row_params(self, index: int, doc: Any, document_id: int) -> dict[str, Any]:
         """Insert parameters of one chunk, with its tokens where the index is a column."""
