@@ -16,6 +16,7 @@ NAMES = [
     ("mx_rag.reranker.local", "MixRetrieveReranker"),
     ("mx_rag.retrievers", "BMRetriever"),
     ("mx_rag.retrievers.bm_retriever", "BMRetriever"),
+    ("mx_rag.retrievers.full_text_retriever", "FullTextRetriever"),
     ("mx_rag.document.splitter", "MarkdownTextSplitter"),
     ("mx_rag.graphrag", "GraphEvaluator"),
     ("mx_rag.graphrag.graph_evaluator", "GraphEvaluator"),

@@ -15,6 +15,7 @@ from mx_rag.document.doc_loader_mng import LoaderMng
 from mx_rag.errors import KnowledgeError, ParameterError
 from mx_rag.graphrag.age_graph import resolve_age_graph
 from mx_rag.graphrag.build_estimate import BuildEstimate
+from mx_rag.graphrag.concepts import ConceptIndex, concept_settings
 from mx_rag.graphrag.extraction import Chunk, Extraction, Extractor
 from mx_rag.graphrag.graph_store import GraphStore
 from mx_rag.graphrag.keywords import KeywordIndex
@@ -31,10 +32,11 @@ from mx_rag.graphrag.vectors import (
     sync_node_vectors,
     sync_passage_vectors,
 )
+from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.protocol import LLMLike, chat_llm
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.storage.vectorstore.vectorstore import VectorStore
-from mx_rag.utils.checks import check_choice, check_instance, check_int, check_pattern, fail
+from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_pattern, fail
 from mx_rag.utils.common import MAX_BATCH_SIZE, Lang
 from mx_rag.utils.file_check import check_dir, check_path
 
@@ -46,7 +48,8 @@ GRAPH_TYPES = ("networkx", "postgres", "opengauss")
 MAX_DIM = 1024 * 1024
 MAX_FILES = 100
 GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
-_BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm")
+_BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm", "top_k", "threshold",
+               "conceptualizer_prompts")
 
 
 class GraphRAGPipeline:
@@ -96,6 +99,12 @@ class GraphRAGPipeline:
             file).
         fact_vector_store: a ``VectorStore`` for fact embeddings (default: a ``MindFAISS`` file).
         devs: ``[device id]`` of the default ``MindFAISS`` (GPU where faiss has one). Default [0].
+        conceptualize: also ask the LLM for the concepts of every entity, event and relation at
+            each build, embed and cluster them (``mx_rag.graphrag.concepts``), and link the
+            entities whose concepts are near the question at retrieval. Default False.
+        concept_vector_store: a ``VectorStore`` for the concept embeddings (default: a
+            ``MindFAISS`` file ``<graph_name>_concept_vectors.index``); ignored, with a warning,
+            without ``conceptualize``.
 
     Other keyword arguments raise ``ParameterError``.
 
@@ -145,15 +154,25 @@ class GraphRAGPipeline:
                                                     postgres_url)
         passage_store = kwargs.pop("passage_vector_store", None)
         fact_store = kwargs.pop("fact_vector_store", None)
+        conceptualize = check_bool("conceptualize", kwargs.pop("conceptualize", False))
+        concept_store = kwargs.pop("concept_vector_store", None)
         if kwargs:
             raise ParameterError(f"unknown keyword arguments {sorted(kwargs)}; accepted: extractor, graph_store, "
                                  "age_graph, node_vector_store, passage_vector_store, fact_vector_store, devs, "
-                                 "postgres_url")
+                                 "postgres_url, conceptualize, concept_vector_store")
+        if conceptualize and self._llm is None:
+            raise ParameterError("conceptualize=True needs an llm (the concepts are asked of it); llm is None")
+        if concept_store is not None and not conceptualize:
+            logger.warning("concept_vector_store is ignored without conceptualize=True")
         self._graph = self._open_graph(graph_type, graph_store, postgres_url, encrypt_fn, decrypt_fn)
         self._registry = ChunkRegistry(self._file("_chunks.json"), encrypt_fn, decrypt_fn)
         self._vectors = self._open_vectors("node_vector_store", node_vector_store, devs, "_node_vectors.index")
         self._passages = self._open_vectors("passage_vector_store", passage_store, devs, "_chunk_vectors.index")
         self._facts = self._open_vectors("fact_vector_store", fact_store, devs, "_fact_vectors.index")
+        self._concepts = None if not conceptualize else ConceptIndex(
+            self._file("_concepts.json"), self._file("_synset.json"),
+            self._open_vectors("concept_vector_store", concept_store, devs, "_concept_vectors.index"),
+            encrypt_fn, decrypt_fn)  # fmt: skip
         self._fact_ends: FactEnds | None = None  # fact key -> (source, target), once synced
         self._keywords: KeywordIndex | None = None  # in memory, filled when a mix retriever first needs it
         self._journal = ChangeJournal(self._file("_journal.json"), encrypt_fn, decrypt_fn)
@@ -193,6 +212,11 @@ class GraphRAGPipeline:
     def graph(self) -> GraphStore:
         """The graph store (read it; write through the pipeline)."""
         return self._graph
+
+    @property
+    def concepts(self) -> ConceptIndex | None:
+        """The concepts of the graph with ``conceptualize=True`` (read them), else None."""
+        return self._concepts
 
     # -- upload ----------------------------------------------------------------------------------
 
@@ -238,6 +262,14 @@ class GraphRAGPipeline:
             prompt: extraction prompt containing ``{text}`` (default: built in, per ``lang``).
             llm_config: ``LLMParameterConfig`` of extraction calls (default temperature 0).
             repair_with_llm: one more LLM call per unreadable answer. Default False.
+            top_k: with ``conceptualize``: nearest concepts a new concept is joined to, 1 to 100.
+                Default 5.
+            threshold: with ``conceptualize``: similarity above which concepts are joined, [0, 1].
+                Default 0.3.
+            conceptualizer_prompts: with ``conceptualize``: a dict of the prompts asking for the
+                concepts of an ``"entity"`` (placeholders ``[ENTITY]``, ``[CONTEXT]``), an
+                ``"event"`` (``[EVENT]``) and a ``"relation"`` (``[RELATION]``), each 1 to 1 MiB
+                characters. Default: the built-in ones of ``lang``.
 
         Raises:
             KnowledgeError: nothing was uploaded since the last build.
@@ -245,6 +277,8 @@ class GraphRAGPipeline:
         """
         batch_size = check_int("batch_size", kwargs.get("batch_size", 32), 1, MAX_BATCH_SIZE)
         extractor = self._build_extractor(lang, kwargs)
+        concepts = concept_settings(kwargs, lang, check_int("max_workers", kwargs.get("max_workers", 5), 1,
+                                                             MAX_WORKERS))
         with self._lock:
             pending = dict(self._pending)
             if not pending:
@@ -258,6 +292,11 @@ class GraphRAGPipeline:
                 self._sync_vectors(batch_size)
             for document in pending:
                 self._pending.pop(document, None)
+            if self._concepts is not None:
+                assert self._llm is not None
+                llm, config = self._llm, LLMParameterConfig(temperature=0.0, max_tokens=128)
+                self._concepts.conceptualize(self._graph, lambda prompt: llm.chat(prompt, llm_config=config), concepts)
+                self._concepts.sync(self._graph, self._embedding, batch_size, concepts.top_k, concepts.threshold)
         logger.info("graph %s: %d nodes, %d edges", self._name, self._graph.count_nodes(), self._graph.count_edges())
 
     def estimate_build(self, lang: Lang = Lang.EN, **kwargs: Any) -> BuildEstimate:
@@ -368,6 +407,8 @@ class GraphRAGPipeline:
             self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, batch_size)
         if self._keywords is not None:
             self._keywords.sync(self._registry)
+        if self._concepts is not None:  # drops the concepts of deleted nodes
+            self._concepts.sync(self._graph, self._embedding, batch_size)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -457,7 +498,7 @@ class GraphRAGPipeline:
         return GraphRetriever.from_embeddings(
             self._embedding, graph=self._graph, node_vectors=self._vectors, passage_vectors=self._passages,
             registry=self._registry, llm=self._llm, reranker=self._reranker, fact_vectors=self._facts,
-            fact_ends=self._fact_lookup, keyword_index=self._keywords, **fields,
+            fact_ends=self._fact_lookup, keyword_index=self._keywords, concepts=self._concepts, **fields,
         )
 
     def _fact_lookup(self, keys: list[int]) -> FactEnds:

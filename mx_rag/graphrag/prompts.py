@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mx_rag.utils.common import Lang
 
-__all__ = ["EXTRACTION_PROMPTS", "JSON_REPAIR_PROMPTS", "QUESTION_ENTITY_PROMPTS", "fill"]
+__all__ = ["CONCEPT_PROMPTS", "EXTRACTION_PROMPTS", "JSON_REPAIR_PROMPTS", "QUESTION_ENTITY_PROMPTS", "fill"]
 
 _EXTRACT_EN = """Read the passage and list its entities (people, organisations, places, works, \
 events, concepts) and the relations stated between them.
@@ -69,6 +69,77 @@ _QUESTION_CH = """列出问题中的实体（人物、组织、地点、作品�
 问题：{question}
 实体："""
 
+# Conceptualisation (``build_graph`` of a pipeline with ``conceptualize=True``). The placeholders are
+# the original's: ``[ENTITY]`` and ``[CONTEXT]``, ``[EVENT]``, ``[RELATION]``.
+_CONCEPT_RULES_EN = """Answer with 3 to 10 short phrases (one or two words each) naming abstract \
+concepts of it: its kind, its category, broader ideas it belongs to, from specific to general. \
+Separate the phrases with commas and write nothing else; do not repeat the input."""
+
+_CONCEPT_ENTITY_EN = """Give the abstract concepts of an ENTITY, seen in its CONTEXT.
+""" + _CONCEPT_RULES_EN + """
+
+ENTITY: Mount Kilimanjaro
+CONTEXT: Mount Kilimanjaro is located in Tanzania
+Concepts: mountain, volcano, landmark, natural feature, place
+
+ENTITY: [ENTITY]
+CONTEXT: [CONTEXT]
+Concepts:"""
+
+_CONCEPT_EVENT_EN = """Give the abstract concepts of an EVENT.
+""" + _CONCEPT_RULES_EN + """
+
+EVENT: The team won the final after extra time
+Concepts: victory, sports match, competition, achievement
+
+EVENT: [EVENT]
+Concepts:"""
+
+_CONCEPT_RELATION_EN = """Give the abstract concepts of a RELATION between two things.
+""" + _CONCEPT_RULES_EN + """
+
+RELATION: works for
+Concepts: employment, membership, affiliation, work
+
+RELATION: [RELATION]
+Concepts:"""
+
+_CONCEPT_RULES_CH = """用3到10个简短短语（每个一到两个词）说明它的抽象概念：类型、类别、所属的更宽泛的概念，\
+由具体到一般。短语之间用逗号分隔，不输出其他内容，不重复输入本身。"""
+
+_CONCEPT_ENTITY_CH = """给出实体在其背景中的抽象概念。
+""" + _CONCEPT_RULES_CH + """
+
+实体：长江
+背景：长江流经武汉
+概念：河流, 水系, 自然地理, 地点
+
+实体：[ENTITY]
+背景：[CONTEXT]
+概念："""
+
+_CONCEPT_EVENT_CH = """给出事件的抽象概念。
+""" + _CONCEPT_RULES_CH + """
+
+事件：球队在加时赛后赢得了决赛
+概念：胜利, 体育比赛, 竞争, 成就
+
+事件：[EVENT]
+概念："""
+
+_CONCEPT_RELATION_CH = """给出两个事物之间关系的抽象概念。
+""" + _CONCEPT_RULES_CH + """
+
+关系：就职于
+概念：雇佣, 隶属, 工作, 成员关系
+
+关系：[RELATION]
+概念："""
+
+CONCEPT_PROMPTS = {
+    Lang.EN: {"entity": _CONCEPT_ENTITY_EN, "event": _CONCEPT_EVENT_EN, "relation": _CONCEPT_RELATION_EN},
+    Lang.CH: {"entity": _CONCEPT_ENTITY_CH, "event": _CONCEPT_EVENT_CH, "relation": _CONCEPT_RELATION_CH},
+}
 EXTRACTION_PROMPTS = {Lang.EN: _EXTRACT_EN, Lang.CH: _EXTRACT_CH}
 JSON_REPAIR_PROMPTS = {Lang.EN: _REPAIR_EN, Lang.CH: _REPAIR_CH}
 QUESTION_ENTITY_PROMPTS = {Lang.EN: _QUESTION_EN, Lang.CH: _QUESTION_CH}

@@ -130,6 +130,7 @@ class GraphRetriever(CallSettingsRetriever):
     keyword_index: KeywordIndex | None = None
     keyword_top_k: int = 50
     subject_links: int = 1
+    concepts: Any = None  # a ConceptIndex (GraphRAGPipeline with conceptualize=True)
 
     @classmethod
     def from_embeddings(cls, embedding: Embeddings, **fields: Any) -> GraphRetriever:
@@ -290,7 +291,8 @@ class GraphRetriever(CallSettingsRetriever):
     def link(self, question: str, vector: list[float] | None = None) -> dict[str, float]:
         """Node name -> link score for ``question``: names it contains (1.0), the nodes nearest
         to its embedding (``vector`` when given) and, with ``use_llm_entities``, to the entities
-        the LLM names in it."""
+        the LLM names in it; with concepts (``conceptualize=True``), also the nodes that have the
+        concepts nearest to those (``ConceptIndex.link``)."""
         seeds: dict[str, float] = {}
         if self.name_links or self.mode == "local":
             seeds = dict.fromkeys(self.graph.get_nodes(_candidates(question)), 1.0)
@@ -299,7 +301,12 @@ class GraphRetriever(CallSettingsRetriever):
             entities = self._question_entities(question)
             seeds.update(dict.fromkeys(self.graph.get_nodes(normalise_name(e) for e in entities), 1.0))
             texts += entities
-        for name, score in self._nearest(texts, vector).items():
+        vectors = self._vectors(texts, vector) if self.retrieval_top_k else []
+        near = self._nearest(vectors)
+        if self.concepts is not None:
+            for name, score in self.concepts.link(vectors, self.retrieval_top_k).items():
+                near[name] = max(score, near.get(name, -1.0))
+        for name, score in near.items():
             if score > 0.0 and score >= self.similarity_tail_threshold and score > seeds.get(name, -1.0):
                 seeds[name] = score
         return seeds
@@ -310,11 +317,13 @@ class GraphRetriever(CallSettingsRetriever):
         parts = re.split(r"[,，、;；\n]", answer.replace("......", ""))
         return [p.strip(" .\"'") for p in parts if p.strip(" .\"'")][:20]
 
-    def _nearest(self, texts: list[str], vector: list[float] | None = None) -> dict[str, float]:
-        if self.node_vectors.count() == 0 or self.retrieval_top_k == 0:
-            return {}
+    def _vectors(self, texts: list[str], vector: list[float] | None = None) -> list[list[float]]:
         first = vector if vector is not None else self.embed_query(texts[0])
-        vectors = [first, *(self.embed_documents(texts[1:]) if texts[1:] else [])]
+        return [first, *(self.embed_documents(texts[1:]) if texts[1:] else [])]
+
+    def _nearest(self, vectors: list[list[float]]) -> dict[str, float]:
+        if self.node_vectors.count() == 0 or not vectors:
+            return {}
         score_rows, id_rows = self.node_vectors.search(vectors, k=self.retrieval_top_k)
         best: dict[int, float] = {}
         for row_scores, row_ids in zip(score_rows, id_rows, strict=True):

@@ -9,7 +9,7 @@ from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
     from mx_rag.retrievers.bm_retriever import BMRetriever
-    from mx_rag.retrievers.full_text import FullTextRetriever
+    from mx_rag.retrievers.full_text_retriever import FullTextRetriever
     from mx_rag.retrievers.hybrid import HybridRetriever
     from mx_rag.retrievers.multi_query_retriever import MultiQueryRetriever
     from mx_rag.retrievers.retriever import Retriever

@@ -10,7 +10,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import field_validator
 
-from mx_rag.retrievers.full_text import FullTextRetriever, full_text_documents
+from mx_rag.retrievers.full_text_retriever import FullTextRetriever, full_text_documents
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
 from mx_rag.utils.checks import check_int, check_number, check_str

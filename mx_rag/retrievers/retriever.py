@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from pydantic import Field, field_validator
 
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
-from mx_rag.retrievers.full_text import full_text_documents
+from mx_rag.retrievers.full_text_retriever import full_text_documents
 from mx_rag.retrievers.fusion import document_key
 from mx_rag.retrievers.subject_links import MAX_SUBJECT_LINKS, SUBJECT_HITS, subject_documents
 from mx_rag.storage.document_store.base_storage import Docstore

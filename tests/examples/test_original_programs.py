@@ -3,9 +3,10 @@ only the edits a user makes off Ascend hardware: paths, URLs, device ids. Servic
 behind HTTP on 127.0.0.1: a TEI-style server whose /embed runs the packaged MiniLM and whose /rerank
 scores with BM25.
 
-Covered here: ``langgraph`` (its data side: loaders, factories, knowledge base, retriever) and
+Covered here: ``langgraph`` (its data side: loaders, factories, knowledge base, retriever),
 ``chat_with_ascend`` (its data side: files saved outside ``white_paths`` and added with
-``KnowledgeDB.add_file``, MilvusDB on milvus-lite). ``parse_document`` is in
+``KnowledgeDB.add_file``, MilvusDB on milvus-lite), ``rag_with_api``, ``dify`` (data side) and
+``concurrent_query``. ``parse_document`` is in
 tests/document/test_markdown_splitter.py, ``embedding_finetune`` in tests/finetune/test_trainer.py,
 ``chat_with_ascend``'s graph side (``age_graph``) in tests/graphrag/test_age_graph.py.
 """
@@ -290,3 +291,74 @@ def test_dify_program_data_side(services: ScriptedServer, tmp_path: Path) -> Non
     best = reranker.rerank_top_k(unique, reranker.rerank(query, [d.page_content for d in unique]))
     assert "milvus-lite" in best[0].page_content
     client.close()
+
+
+def test_concurrent_query_program(services: ScriptedServer, tmp_path: Path) -> None:
+    """concurrent_query/fastapi_multithread.py with its TEI options: a .docx uploaded into SQLite and
+    FAISS stores, then POST /query/ answered by SingleText2TextChain (k=1, TEI reranker) on a
+    thread pool, several questions at once (fastapi_request.py's client side). The one edit beyond
+    paths and URLs: MindFAISS's dimension, 384 for the MiniLM behind /embed instead of 1024."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi import FastAPI, HTTPException
+    from fastapi.testclient import TestClient
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from mx_rag.chain import SingleText2TextChain
+    from mx_rag.document import LoaderMng
+    from mx_rag.document.loader import DocxLoader
+    from mx_rag.embedding.service import TEIEmbedding
+    from mx_rag.knowledge import KnowledgeDB
+    from mx_rag.knowledge.handler import upload_files
+    from mx_rag.knowledge.knowledge import KnowledgeStore
+    from mx_rag.llm import Text2TextLLM
+    from mx_rag.reranker.service import TEIReranker
+    from mx_rag.retrievers import Retriever
+    from mx_rag.storage.document_store import SQLiteDocstore
+    from mx_rag.storage.vectorstore import MindFAISS
+
+    home = tmp_path / "home"
+    home.mkdir()
+    sql_path, vector_path = str(tmp_path / "sql.db"), str(tmp_path / "faiss.index")
+    emb = TEIEmbedding(url=services.url("/embed"), client_param=ClientParam(use_http=True))
+    chunk_store = SQLiteDocstore(db_path=sql_path)
+    vector_store = MindFAISS(384, [0], load_local_index=vector_path)
+    text_retriever = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=emb.embed_documents,
+                               k=1, score_threshold=0.5)
+    knowledge_store = KnowledgeStore(db_path=sql_path)
+    knowledge_store.add_knowledge("test", "Default01", "admin")
+    knowledge_db = KnowledgeDB(knowledge_store=knowledge_store, chunk_store=chunk_store, vector_store=vector_store,
+                               knowledge_name="test", white_paths=[str(home)], user_id="Default01")
+    loader_mng = LoaderMng()
+    loader_mng.register_loader(DocxLoader, [".docx"])
+    loader_mng.register_splitter(RecursiveCharacterTextSplitter, [".xlsx", ".docx", ".pdf"],
+                                 {"chunk_size": 100, "chunk_overlap": 0, "keep_separator": False})
+    upload_files(knowledge_db, [str(make_docx(home / "guide.docx", PARAGRAPHS))], loader_mng=loader_mng,
+                 embed_func=emb.embed_documents, force=True)
+    reranker = TEIReranker(url=services.url("/rerank"), client_param=ClientParam(use_http=True))
+
+    with ScriptedServer() as llm_server:  # echoes the prompt: the answer shows the context it got
+        llm = Text2TextLLM(base_url=llm_server.url("/v1/chat/completions"), model_name="Llama3-8B-Chinese-Chat",
+                           client_param=ClientParam(use_http=True))
+        app = FastAPI()
+        pool = ThreadPoolExecutor(max_workers=10)
+
+        def fun(input_string: str) -> str:
+            return f"{SingleText2TextChain(retriever=text_retriever, llm=llm, reranker=reranker).query(input_string)}"
+
+        @app.post("/query/")
+        async def call_fun(items: dict[str, Any]) -> dict[str, str]:
+            future = pool.submit(fun, items["question"])
+            try:
+                return {"result": future.result()}
+            except Exception as exc:
+                raise HTTPException(status_code=500) from exc
+
+        questions = ["What is Milvus?", "What does the CANN toolkit provide?", "What is MindIE?"]
+        with TestClient(app) as http, ThreadPoolExecutor(max_workers=3) as clients:
+            answers = list(clients.map(lambda q: http.post("/query/", json={"question": q}), questions))
+        pool.shutdown()
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    results = [a.json()["result"] for a in answers]
+    assert "milvus-lite" in results[0] and "operator libraries" in results[1]
+    assert "'source_documents': []" in results[2]  # MiniLM scores "MindIE" under the program's 0.5

@@ -350,8 +350,8 @@ def test_build_and_query_misuse(make_pipeline: Make, docs: dict[str, Path], load
     with pytest.raises(ParameterError, match="file_list"):
         pipeline.upload_files([], loader_mng)
     pipeline.upload_files([docs["krilanovich"]], loader_mng)
-    with pytest.raises(ParameterError, match=r"unknown build_graph arguments \['threshold'\]"):
-        pipeline.build_graph(threshold=0.3)
+    with pytest.raises(ParameterError, match=r"unknown build_graph arguments \['triple_instructions'\]"):
+        pipeline.build_graph(triple_instructions={})
     with pytest.raises(ParameterError, match="max_workers"):
         pipeline.build_graph(max_workers=0)
 

@@ -66,6 +66,8 @@ class FullTextIndex:
     available = True
     #: True when insert/update statements take a ``tokens`` bound parameter.
     binds_tokens = False
+    #: False when the database tokenises the chunk text itself (openGauss's BM25 index).
+    takes_tokens = True
 
     def __init__(self, table_name: str) -> None:
         self.table_name = table_name

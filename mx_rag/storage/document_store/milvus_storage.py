@@ -4,7 +4,7 @@
 Milvus tokenises the text itself (jieba, then the ``cnalphanumonly`` filter: Milvus 2.5's
 ``chinese`` analyzer) and ranks with BM25, so full-text search needs Milvus 2.5 or later, or
 milvus-lite (a local file, ``MilvusClient("./milvus.db")``). Without BM25 (``enable_bm25=False``)
-Milvus 2.4 is enough. pymilvus is imported when a store is built, not when this module is.
+Milvus 2.3 is enough. pymilvus is imported when a store is built, not when this module is.
 """
 
 from __future__ import annotations
@@ -38,12 +38,16 @@ logger = logging.getLogger(__name__)
 ID_BATCH = 4096  # ids per "id in [...]" expression
 INSERT_BYTES = 8 * 1024 * 1024  # text bytes per insert request (gRPC messages are capped)
 ITERATOR_BATCH = 1000
+ALLOCATE_BATCH = 10_000  # ids taken from the allocator per insert request
 
 
 class MilvusDocstore(Docstore):
     """Chunk store in a Milvus collection, with BM25 full-text search done by Milvus.
 
-    Chunk ids are the collection's primary keys, assigned by Milvus (increasing). Every write
+    Chunk ids are the collection's primary keys, assigned by Milvus (increasing): on milvus-lite
+    by the collection (auto_id); on a server by Milvus's id allocator, through a helper
+    collection ``<collection_name>_id_allocator``, and written by the store, so that ``update``
+    keeps them (Milvus gives upserted rows of an auto_id collection new ids). Every write
     goes to the collection at once; with ``auto_flush`` (the default) it is flushed, so reads see it.
     One store may be shared by threads.
 
@@ -51,7 +55,7 @@ class MilvusDocstore(Docstore):
         client: a ``pymilvus.MilvusClient`` (a Milvus server, or milvus-lite with a local file).
         collection_name: the collection (1 to 1024 characters), created if missing.
         enable_bm25: index chunk text for BM25 (needs Milvus 2.5+ or milvus-lite). False:
-            ``full_text_search`` returns ``[]``.
+            ``full_text_search`` returns ``[]`` (and Milvus 2.3 is enough).
         bm25_k1: BM25 term-frequency saturation, in [1.2, 2.0].
         bm25_b: BM25 length normalisation, in [0, 1].
         auto_flush: flush after every write.
@@ -96,9 +100,11 @@ class MilvusDocstore(Docstore):
         if self._bm25 and milvus_.before(self._server, (2, 5)):
             raise ParameterError(f"enable_bm25 needs Milvus 2.5 or later (its BM25 function); the server is "
                                  f"{self._server}: upgrade it, or pass enable_bm25=False (Milvus 2.4 and later)")
-        if milvus_.before(self._server, (2, 4)):
-            raise ParameterError(f"MilvusDocstore needs Milvus 2.4 or later (sparse vectors); the server is "
-                                 f"{self._server}")
+        if milvus_.before(self._server, (2, 3)):
+            raise ParameterError(f"MilvusDocstore needs Milvus 2.3 or later (upserts); the server is {self._server}")
+        self._lite = milvus_.is_lite(self._server)
+        self._manual_ids = False  # True: the store writes ids taken from the allocator (set by the collection)
+        self._dense = False  # True: Milvus 2.3's dense placeholder vector
         self._create_collection(pymilvus)
 
     # -- properties and collection ----------------------------------------------------------------
@@ -116,14 +122,21 @@ class MilvusDocstore(Docstore):
         with self._call("has_collection"):
             exists = self._client.has_collection(self._collection)
         if not exists:
+            self._manual_ids = not self._lite
+            self._dense = milvus_.before(self._server, (2, 4))
             schema, indexes = layout.build_schema(self._client, pymilvus.DataType, pymilvus.Function,
-                                                  pymilvus.FunctionType, bm25=self._bm25, k1=self._k1, b=self._b)
+                                                  pymilvus.FunctionType, bm25=self._bm25, k1=self._k1, b=self._b,
+                                                  auto_id=not self._manual_ids, dense=self._dense)
             with self._call("create_collection"):
                 self._client.create_collection(self._collection, schema=schema, index_params=indexes,
                                                consistency_level="Strong")
+            self._ensure_allocator(pymilvus)
             return
         with self._call("describe_collection"):
             info = self._client.describe_collection(self._collection)
+        self._manual_ids = not info.get("auto_id", True)
+        self._dense = any(field.get("name") == layout.DENSE_FIELD for field in info.get("fields") or [])
+        self._ensure_allocator(pymilvus)
         has_bm25 = any(function.get("type") == pymilvus.FunctionType.BM25 for function in info.get("functions") or [])
         if has_bm25 != self._bm25:
             raise ParameterError(f"enable_bm25 is {self._bm25}, but collection {self._collection!r} was made with "
@@ -131,10 +144,35 @@ class MilvusDocstore(Docstore):
         with self._call("load_collection"):
             self._client.load_collection(self._collection)
 
+    def _ensure_allocator(self, pymilvus: Any) -> None:
+        if not self._manual_ids:
+            return
+        with self._call("create the id allocator collection"):
+            if not self._client.has_collection(self._allocator):
+                self._client.create_collection(self._allocator, schema=layout.allocator_schema(
+                    self._client, pymilvus.DataType))  # fmt: skip
+
+    @property
+    def _allocator(self) -> str:
+        return self._collection + layout.ALLOCATOR_SUFFIX
+
+    def _allocate(self, count: int) -> list[int]:
+        """``count`` new chunk ids from Milvus's id allocator (unique on the server, increasing)."""
+        ids: list[int] = []
+        with self._call("allocate ids", write=True):
+            for start in range(0, count, ALLOCATE_BATCH):
+                rows = [{"v": layout.DENSE_PLACEHOLDER}] * min(ALLOCATE_BATCH, count - start)
+                taken = [int(i) for i in self._client.insert(self._allocator, rows)["ids"]]
+                self._client.delete(self._allocator, ids=taken)
+                ids.extend(taken)
+        return ids
+
     def drop_collection(self) -> None:
-        """Delete the collection and every chunk in it."""
+        """Delete the collection and every chunk in it (and its id allocator on a server)."""
         with self._call("drop_collection"):
             self._client.drop_collection(self._collection)
+            if self._manual_ids:
+                self._client.drop_collection(self._allocator)
 
     def flush(self) -> None:
         """Persist pending writes (``auto_flush`` does this after every write)."""
@@ -155,8 +193,11 @@ class MilvusDocstore(Docstore):
             raise fail("documents", documents, "a list of MxDocument")
         if not 1 <= len(documents) <= MAX_CHUNKS_NUM:
             raise ParameterError(f"documents must hold 1 to {MAX_CHUNKS_NUM} chunks, got {len(documents)}")
-        rows = layout.make_rows(self._codec, documents, document_id, self._bm25)
+        rows = layout.make_rows(self._codec, documents, document_id, self._bm25, self._dense)
         ids: list[int] = []
+        if self._manual_ids:
+            for row, chunk_id in zip(rows, self._allocate(len(rows)), strict=True):
+                row["id"] = chunk_id
         try:
             with self._call("insert", write=True):
                 for batch in _batches(rows):
@@ -179,26 +220,28 @@ class MilvusDocstore(Docstore):
         return ids
 
     def update(self, chunk_ids: Sequence[int], texts: Sequence[str]) -> None:
-        """Replace the text of existing chunks (Milvus re-indexes them for BM25); milvus-lite only.
+        """Replace the text of existing chunks, keeping their ids (Milvus re-indexes them for BM25).
 
         Raises:
             ParameterError: lengths differ, an id repeats or does not exist, a text is too long.
-            StorageError: on a Milvus server, which would give the chunks new ids (nothing changes).
+            StorageError: the collection is an auto_id one on a Milvus server (made by the original
+                SDK), where an upsert would give the chunks new ids (nothing changes).
         """
         ids = check_ids("chunk_ids", chunk_ids, allow_empty=True).tolist()
         values = layout.check_texts(texts, len(ids))
-        if ids and not milvus_.is_lite(self._server):
+        if ids and not self._lite and not self._manual_ids:
             # A Milvus server gives upserted rows of an auto_id collection new ids (docs of 2.5 and 2.6),
             # which would cut chunks off their vectors: refuse before anything changes.
-            raise StorageError(f"update is unavailable on a Milvus server ({self._server}): it re-keys upserted "
-                               "chunks of auto_id collections; delete the document and add it again")
+            raise StorageError(f"update is unavailable on collection {self._collection!r}: it has Milvus-assigned "
+                               f"ids (auto_id), which a Milvus server ({self._server}) re-keys on upsert; delete "
+                               "the document and add it again, or use a collection MilvusDocstore created")
         stored = []
         for i, text in enumerate(values):
             check_str(f"texts[{i}]", text, 0, MAX_PAGE_CONTENT)
             stored.append(layout.check_content(f"texts[{i}]", self._codec.encrypt(text)))
         if not ids:
             return
-        rows = {int(row["id"]): row for row in self._fetch(ids, [*layout.FIELDS, "sparse_vector"])}
+        rows = {int(row["id"]): row for row in self._fetch(ids, layout.FIELDS)}
         missing = [i for i in ids if i not in rows]
         if missing:
             raise ParameterError(f"chunk_ids holds ids that do not exist: {missing[:20]}")
@@ -206,9 +249,7 @@ class MilvusDocstore(Docstore):
         for chunk_id, text in zip(ids, stored, strict=True):
             row = {name: rows[chunk_id][name] for name in layout.FIELDS}
             row["page_content"] = text
-            if not self._bm25:
-                row["sparse_vector"] = layout.PLACEHOLDER_VECTOR
-            new_rows.append(row)
+            new_rows.append(row if self._bm25 else layout.add_placeholder(row, self._dense))
         with self._call("upsert", write=True):
             for batch in _batches(new_rows):
                 self._client.upsert(self._collection, batch)

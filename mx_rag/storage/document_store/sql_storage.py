@@ -193,7 +193,7 @@ class _SqlDocstore(Docstore, Closable):
         if not 1 <= len(documents) <= MAX_CHUNKS_NUM:
             raise ParameterError(f"documents must hold 1 to {MAX_CHUNKS_NUM} chunks, got {len(documents)}")
         rows = [self._row_params(i, doc, document_id) for i, doc in enumerate(documents)]
-        separate_index = self._indexing and not self._full_text.binds_tokens
+        separate_index = self._indexing and self._full_text.takes_tokens and not self._full_text.binds_tokens
         tokens = [index_tokens(doc.page_content) for doc in documents] if separate_index else []
         self._before_write(len(rows))
         with self._errors("adding chunks"), self._write() as conn:
@@ -243,7 +243,7 @@ class _SqlDocstore(Docstore, Closable):
         params: list[dict[str, Any]] = [
             {"b_id": i, "b_content": self._codec.encrypt(t)} for i, t in zip(ids, texts, strict=True)
         ]
-        tokens = [index_tokens(t) for t in texts] if self._indexing else None
+        tokens = [index_tokens(t) for t in texts] if self._indexing and self._full_text.takes_tokens else None
         if self._full_text.binds_tokens:
             for n, param in enumerate(params):
                 param["tokens"] = tokens[n] if tokens is not None else None

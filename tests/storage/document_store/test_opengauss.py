@@ -132,3 +132,42 @@ def test_chunk_model_reads_the_stores_table(schema_engine: Callable[[], Engine],
             rows = session.scalars(select(ChunkModel).order_by(ChunkModel.chunk_id)).all()
             assert [(r.chunk_id, r.document_id, r.document_name, r.chunk_content, r.chunk_metadata) for r in rows] == [
                 (ids[0], 5, "a.md", "甲", {"p": 1}), (ids[1], 5, "b.md", "乙", {})]
+
+
+# openGauss's BM25 (full_text="bm25", chosen by default on openGauss). PostgreSQL has neither the
+# bm25 index method nor the <&> operator: the test gives its schema a <&> of its own (ts_rank of
+# the chunk against an OR of the query's words, 0 without any) and an ordinary index under
+# index_name, so that PostgreSQL runs the store's own SQL. What only a real openGauss can show
+# (that it accepts CREATE INDEX ... USING bm25, and its BM25 scores) is not tested here.
+_STANDIN = """
+CREATE FUNCTION bm25_standin(text, text) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN to_tsvector('simple', $1) @@ q THEN ts_rank(to_tsvector('simple', $1), q)::float8 ELSE 0 END
+  FROM to_tsquery('simple', replace(trim($2), ' ', ' | ')) AS q $$;
+CREATE OPERATOR <&> (LEFTARG = text, RIGHTARG = text, FUNCTION = bm25_standin);
+"""
+
+
+def test_the_opengauss_bm25_path_on_postgresql(schema_engine: Callable[[], Engine]) -> None:
+    from mx_rag.errors import StorageError
+
+    engine = schema_engine()
+    with pytest.raises(StorageError, match='access method "bm25" does not exist'):
+        OpenGaussDocstore(engine=engine, index_name="chunks_bm25_idx", full_text="bm25")  # CREATE INDEX ... USING bm25
+    OpenGaussDocstore(engine=engine, enable_bm25=False, full_text="tsvector")  # makes the table
+    with engine.begin() as conn:
+        conn.execute(text(_STANDIN))
+        conn.execute(text('CREATE INDEX "chunks_bm25_idx" ON chunks_table (document_id)'))
+    store = OpenGaussDocstore(engine=engine, index_name="chunks_bm25_idx", full_text="bm25")  # finds its index
+    ids = store.add([MxDocument("openGauss 全文检索 检索", {}, "a.md"), MxDocument("其他 内容", {}, "a.md")], 1)
+    ids += store.add([MxDocument("全文检索 还有 很多 其他 词语", {"k": 1}, "b.md")], 2)
+    found = store.full_text_search("全文检索")
+    assert [d.chunk_id for d in found] == [ids[0], ids[2]]  # the unmatched chunk (score 0) is left out
+    assert found[0].metadata["score"] > found[1].metadata["score"] > 0
+    assert found[1].metadata["retrieval_type"] == "sparse" and found[1].metadata["k"] == 1
+    assert [d.chunk_id for d in store.full_text_search("全文检索", filter_dict={"document_id": [2]})] == [ids[2]]
+    store.update([ids[1]], ["全文检索 内容"])
+    assert ids[1] in {d.chunk_id for d in store.full_text_search("全文检索", top_k=5)}
+    with engine.connect() as conn:  # the SET LOCALs of a search end with its transaction
+        assert conn.execute(text("SHOW enable_seqscan")).scalar() == "on"
+    with pytest.raises(ParameterError, match="full_text"):
+        OpenGaussDocstore(engine=engine, full_text="bm24")
