@@ -5,8 +5,9 @@ from a Markdown file (``MarkDownParser``, ``QAGenerate``), a knowledge base of t
 (``upload_files``: FAISS and SQLite), and ``CacheChainChat`` over ``SingleText2TextChain``: a
 paraphrase of a pre-filled question is answered from the cache, another question by the chain (and
 then from the cache). The program's ``SimilarityStrategy.FLAT_L2`` (an older API, not in the
-reference) is the reference's ``metric_type="L2"`` here. The embedding and the tokenizer are the packaged MiniLM (384 dimensions for
-the program's 1024); the LLM is the scripted OpenAI-compatible server.
+reference) is the reference's ``metric_type="L2"`` here. The embedding and the tokenizer are the
+packaged MiniLM (384 dimensions for the program's 1024); the LLM is the scripted OpenAI-compatible
+server.
 """
 
 import json
