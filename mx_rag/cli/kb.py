@@ -206,6 +206,7 @@ def delete(
                 raise typer.Exit(2)
             typer.confirm(f"Delete knowledge base {name!r} and its {count} documents?", abort=True, err=True)
         here.service.delete(here.who, name)
+        (Path(here.settings.data_dir) / "summaries" / here.who.user_id / f"{name}.json").unlink(missing_ok=True)
     typer.echo(f"deleted knowledge base {name!r} ({count} documents)")
 
 

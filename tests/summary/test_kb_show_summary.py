@@ -97,3 +97,10 @@ def test_stored_summaries_start_empty_from_a_broken_file_and_check_their_argumen
         stored.get("")
     with pytest.raises(ParameterError, match="summary"):
         stored.summarize("not a Summary", "1:abc", ["text"])  # type: ignore[arg-type]
+
+
+def test_deleting_the_knowledge_base_deletes_its_summaries(site: Path) -> None:
+    kept = list((site / ".mxrag" / "summaries").rglob("handbook.json"))
+    assert kept  # written by the first test of this module
+    assert invoke("kb", "delete", "handbook", "--yes").exit_code == 0
+    assert not kept[0].exists()
