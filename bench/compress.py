@@ -225,6 +225,7 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--records", type=Path, default=RECORDS)
     parser.add_argument("--deadline", type=float, default=None, help="stop starting questions after this many s")
+    parser.add_argument("--until", default=None, help="stop starting questions at this UTC time (HH:MM)")
     parser.add_argument("--summary-only", action="store_true", help="print the summary of --records and stop")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
@@ -254,7 +255,8 @@ def main() -> None:
         for variant in variants:  # the compressors' first-call costs (imports, the first batch)
             compressors[variant](rows[0]["context"], rows[0]["question"])
         for index, row in enumerate(rows):
-            if args.deadline is not None and time.monotonic() - started > args.deadline:
+            if (args.deadline is not None and time.monotonic() - started > args.deadline) or (
+                    args.until is not None and time.strftime("%H:%M", time.gmtime()) >= args.until):
                 emit({"bench": "compress", "stopped": "deadline", "questions_started": index})
                 break
             for variant in rotated(variants, index):
