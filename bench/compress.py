@@ -136,7 +136,8 @@ def _ask(http: Any, server: Any, content: str) -> dict[str, Any]:
         "cache_prompt": False,
         "stream_options": {"include_usage": True},
     }
-    answer, ttft, prompt_tokens, timings = "", None, None, {}
+    answer, ttft, prompt_tokens = "", None, None
+    timings: dict[str, Any] = {}
     start = time.perf_counter()
     with http.stream("POST", server.chat_url, json=body) as response:
         response.raise_for_status()
