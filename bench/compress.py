@@ -32,7 +32,7 @@ still hold the answer string, and a line of each compressor against ``none``). E
 appended to ``--records`` (``bench/results/compress-records.jsonl``) and questions already there are
 skipped, so a long run can be stopped and resumed; summary lines average every recorded question.
 
-Run (slow on 2 shared cores: about 1 min per question for the four variants)::
+Run (slow on 2 shared cores: about 1.5 min per question for the four variants at load 3)::
 
     flock /tmp/mxrag-bench.lock .venv/bin/python bench/compress.py --questions 100
 """
