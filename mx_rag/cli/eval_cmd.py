@@ -54,7 +54,9 @@ def evaluate_kb(
         "--setting", help="NAME=CHAIN[:K], repeatable (default: default=<chain.type>:<chain.k>).")] = None,
     compare: Annotated[str | None, typer.Option(
         "--compare", help="A,B: paired differences of setting A minus setting B.")] = None,
-    questions: Annotated[int, typer.Option("--questions", min=1, max=1000, help="Test questions to write.")] = 6,
+    questions: Annotated[int, typer.Option(
+        "--questions", min=1, max=1000,
+        help="Test questions to write (the default is a quick check; compare settings on 30 or more).")] = 4,
     testset: Annotated[Path | None, typer.Option(
         "--testset", help="The test set (JSON Lines); written from the knowledge base when missing. "
                           "Default: OUT/testset.jsonl.")] = None,
@@ -71,13 +73,20 @@ def evaluate_kb(
         specs = [parse_setting(s) for s in setting or []]
         pair = _check_compare(compare, [name for name, _, _ in specs] or ["default"])
     metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
+    marks = [time.perf_counter()]
     with answering_session(where, kb, docs) as (here, llm):
+        marks.append(time.perf_counter())
         specs = specs or [("default", here.settings.chain.type, here.settings.chain.k)]
         folder = out or Path(here.settings.data_dir) / "eval" / kb
         run = _Run(here, llm, kb, specs, metric_names, max_tokens)
         items = run.testset(testset or folder / "testset.jsonl", questions)
+        marks.append(time.perf_counter())
         records = run.answer_all(items, folder, restart)
+        marks.append(time.perf_counter())
         report = run.report(records, items, testset or folder / "testset.jsonl", pair)
+        stages = ("ingest_and_llm_start_s", "testset_s", "answers_s")
+        report["timings"] = {key: round(end - start, 1)
+                             for key, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
         _write(folder, report)
 
 

@@ -5,7 +5,7 @@
 
     mxrag kb create handbook [--graph]
     mxrag kb list
-    mxrag kb show handbook [--json] [--user alice_01]
+    mxrag kb show handbook [--json] [--user alice_01] [--summary]
     mxrag kb delete handbook --yes
     mxrag kb repair [--kb handbook] [--check] [--user alice_01 | --all]
 
@@ -23,7 +23,14 @@ from typing import Annotated, Any
 
 import typer
 
-from mx_rag.cli.runtime import ConfigOption, DataDirOption, EmbeddingOption, JsonOption
+from mx_rag.cli.runtime import (
+    ConfigOption,
+    DataDirOption,
+    EmbeddingOption,
+    JsonOption,
+    LLMModelOption,
+    LLMUrlOption,
+)
 
 app = typer.Typer(help="Create, list, show, delete and repair knowledge bases (in --data-dir, default .mxrag).",
                   no_args_is_help=True)
@@ -77,13 +84,20 @@ def list_(as_json: JsonOption = False, config: ConfigOption = None, data_dir: Da
                    + ("\tgraph" if row["graph"] else ""))
 
 
+SummaryOption = Annotated[bool, typer.Option(
+    "--summary", help="Also a summary of the knowledge base and of each document, written by the LLM the first "
+                      "time (map-reduce over the chunks) and kept in DATA_DIR/summaries until the document changes.")]
+
+
 @app.command()
 def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption = None,
-         data_dir: DataDirOption = None, user: UserOption = None) -> None:
+         data_dir: DataDirOption = None, user: UserOption = None, summary: SummaryOption = False,
+         llm_url: LLMUrlOption = None, llm_model: LLMModelOption = None) -> None:
     """Show the documents of a knowledge base: id, chunks, the file's size now, and the file.
 
     A file that changed since it was stored is marked "changed since stored" (mxrag ingest stores
-    it again); one that is gone says so.
+    it again); one that is gone says so. --summary adds what the knowledge base and each
+    document are about (the embedded LLM, or --llm-url, writes what is not kept yet).
     """
     from mx_rag.cli.files import shown_path
     from mx_rag.cli.runtime import guard, opened
@@ -95,6 +109,8 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
         rows = {row.document_id: row for row in here.service.open(here.who, name).get_all_documents()}
         if described.get("graph"):
             described["graph_nodes"] = int(here.service.graph(here.who, name).graph.count_nodes())
+        if summary:
+            _summarize(here, name, described, rows, llm_url, llm_model)
     for doc in described["documents"]:
         row = rows.get(doc["id"])
         doc["path"] = shown_path(row.document_file_path if row else doc["name"])
@@ -105,10 +121,49 @@ def show(name: NameArgument, as_json: JsonOption = False, config: ConfigOption =
         return
     graph = f", graph of {described['graph_nodes']} entities" if described.get("graph") else ""
     typer.echo(f"{name}: {len(described['documents'])} documents, {described['chunks']} chunks{graph}")
+    if described.get("summary"):
+        typer.echo(f"  summary: {described['summary']}")
     for doc in described["documents"]:
         size = "gone" if doc["bytes"] is None else _size(doc["bytes"])
         changed = "  (changed since stored)" if doc["changed"] else ""
         typer.echo(f"  {doc['id']:>5}  {doc['chunks']:>5} chunks  {size:>9}  {doc['path']}{changed}")
+        if doc.get("summary"):
+            typer.echo(f"         {doc['summary']}")
+
+
+def _summarize(here: Any, name: str, described: dict[str, Any], rows: dict[int, Any],
+               llm_url: str | None, llm_model: str | None) -> None:
+    """Each document's summary (by id and content hash) and the knowledge base's, from their
+    stored copies, else written by the LLM (started only when one is missing)."""
+    from contextlib import ExitStack
+
+    from mx_rag.cli.runtime import running_llm
+    from mx_rag.summary import Summary
+    from mx_rag.summary.stored import StoredSummaries
+    from mx_rag.utils.checkpoint import digest
+
+    stored = StoredSummaries(Path(here.settings.data_dir) / "summaries" / here.who.user_id / f"{name}.json")
+    keys = {doc["id"]: f"{doc['id']}:{getattr(rows.get(doc['id']), 'content_hash', None)}"
+            for doc in described["documents"]}
+    whole = f"kb:{digest(sorted(keys.values()))}"
+    with ExitStack() as stack:
+        writer: list[Summary] = []
+
+        def summarize(key: str, texts: list[str]) -> str:
+            found = stored.get(key)
+            if found is not None:
+                return found
+            if not writer:
+                writer.append(Summary(llm=stack.enter_context(running_llm(here.settings, llm_url, llm_model))))
+            return stored.summarize(writer[0], key, texts)
+
+        for doc in described["documents"]:
+            chunks = here.service.chunks.search_by_document_id(doc["id"])
+            texts = [c.page_content for c in chunks if c.metadata.get("type", "text") == "text" and c.page_content]
+            doc["summary"] = summarize(keys[doc["id"]], texts) if texts else None
+        parts = [doc["summary"] for doc in described["documents"] if doc["summary"]]
+        described["summary"] = parts[0] if len(parts) == 1 else summarize(whole, parts) if parts else None
+    stored.keep_only([*keys.values(), whole])
 
 
 def _digest(path: str) -> str | None:
@@ -151,6 +206,7 @@ def delete(
                 raise typer.Exit(2)
             typer.confirm(f"Delete knowledge base {name!r} and its {count} documents?", abort=True, err=True)
         here.service.delete(here.who, name)
+        (Path(here.settings.data_dir) / "summaries" / here.who.user_id / f"{name}.json").unlink(missing_ok=True)
     typer.echo(f"deleted knowledge base {name!r} ({count} documents)")
 
 

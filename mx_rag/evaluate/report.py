@@ -121,6 +121,10 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(
             "–" if comparison.get(c) is None else f"{comparison[c]['mean_diff']:+.3f} ± {comparison[c]['stderr']:.3f}"
             for c in columns) + " |")
+    timings = report.get("timings")
+    if timings:
+        lines += ["", f"Time of this run: ingestion and LLM start {timings['ingest_and_llm_start_s']:.0f} s, "
+                      f"test set {timings['testset_s']:.0f} s, answers and judging {timings['answers_s']:.0f} s."]
     lines += ["", "recall: share of the gold passages among the retrieved chunks; em/f1: SQuAD exact match and "
                   "token F1 against the reference answers; seconds: time to the whole answer."]
     return "\n".join(lines) + "\n"

@@ -70,6 +70,9 @@ def test_a_report_side_by_side_then_a_resumed_run(site: Path, llm: ScriptedServe
     assert 0.0 <= summary["single1"]["recall"] <= 1.0
     assert report["metrics"] == ["faithfulness", "nv_accuracy"]
     assert report["comparison"]["paired_questions"] == 2 and "f1" in report["comparison"]
+    assert set(report["timings"]) == {"ingest_and_llm_start_s", "testset_s", "answers_s"}
+    assert all(value >= 0 for value in report["timings"].values())
+    assert "Time of this run: ingestion and LLM start" in (out / "report.md").read_text()
     assert "| single2 | 2 | 0 |" in (out / "report.md").read_text() and "| single2 |" in result.stdout
     asked = len(llm.requests)
     again = _run(llm, out, "--metrics", "faithfulness,nv_accuracy")  # finished: nothing is asked again
