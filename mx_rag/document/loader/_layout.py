@@ -24,7 +24,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Line", "drop_running_lines", "markdown_table", "page_text", "split_tables"]
+__all__ = ["Line", "drop_running_lines", "join_words", "markdown_table", "page_text", "split_tables", "text_rows"]
 
 _CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _PAGE_NUMBER = re.compile(r"^\W*(?:page|p\.|第)?\s*(\d{1,5})\s*(?:页|/\s*\d+|of\s+\d+)?\W*$", re.IGNORECASE)
@@ -63,7 +63,7 @@ def page_text(lines: list[Line], width: float) -> str:
         return ""
     blocks: list[str] = []
     for section in _sections(lines, width):
-        blocks.extend(_text_of_rows(_rows(section)))
+        blocks.extend(_text_of_rows(text_rows(section)))
     return "\n".join(blocks).strip()
 
 
@@ -128,7 +128,7 @@ def _gutter(lines: list[Line], width: float) -> tuple[float, float] | None:
     return left_edge, right_edge
 
 
-def _rows(lines: list[Line]) -> list[list[Line]]:
+def text_rows(lines: list[Line]) -> list[list[Line]]:
     """Lines grouped into rows (top to bottom), each row left to right."""
     rows: list[list[Line]] = []
     for line in sorted(lines, key=lambda item: item.middle):
@@ -150,14 +150,14 @@ def _cells(row: list[Line]) -> list[Line]:
     for item in row[1:]:
         last = merged[-1]
         if item.x0 - last.x1 < CELL_GAP * height:
-            last.text = _join(last.text, item.text)
+            last.text = join_words(last.text, item.text)
             last.x1, last.y0, last.y1 = max(last.x1, item.x1), min(last.y0, item.y0), max(last.y1, item.y1)
         else:
             merged.append(Line(item.x0, item.y0, item.x1, item.y1, item.text))
     return merged
 
 
-def _join(left: str, right: str) -> str:
+def join_words(left: str, right: str) -> str:
     if left and right and _CJK.match(left[-1]) and _CJK.match(right[0]):
         return left + right
     return f"{left} {right}"
@@ -227,7 +227,7 @@ def _flush(run: list[list[Line]]) -> list[str]:
         for cell in cells:
             index = _column_of(cell, columns)
             if index is not None:
-                row[index] = _join(row[index], cell.text).strip() if row[index] else cell.text
+                row[index] = join_words(row[index], cell.text).strip() if row[index] else cell.text
         grid.append(row)
     return [markdown_table(grid)]
 
@@ -264,7 +264,7 @@ def drop_running_lines(pages: list[str]) -> tuple[list[str], list[str | None]]:
         edges = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 2), len(lines)))
         keep = []
         for index, line in enumerate(lines):
-            if index in edges:
+            if index in edges and not line.startswith("|"):  # a table's row is never a running line
                 number = _PAGE_NUMBER.match(line.strip()) if len(pages) > 1 else None
                 if number and label is None:
                     label = number.group(1)

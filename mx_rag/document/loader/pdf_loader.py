@@ -10,6 +10,7 @@ text layer (scans) are rendered with PDFium and read by OCR (``mxrag[ocr]``, see
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
 import re
@@ -25,6 +26,7 @@ from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._layout import drop_running_lines, page_text
 from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
+from mx_rag.document.loader._pdf_tables import page_tables, splice_tables
 from mx_rag.document.loader.base_loader import clean_text, describe
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
@@ -124,6 +126,7 @@ class PdfLoader(PictureLoader):
             except Exception as exc:
                 raise DocumentError(f"cannot extract the text of page {number} of {self.file_path!r}: "
                                     f"{describe(exc)}") from exc
+        self._tables(texts, data)
         scanned = self._scanned(texts, data)
         kept, labels = drop_running_lines(texts)
         for number, page in enumerate(reader.pages, start=1):
@@ -153,6 +156,40 @@ class PdfLoader(PictureLoader):
             if len(text) > len(texts[number - 1]):
                 texts[number - 1], done[number] = text, page.angle
         return done
+    def _tables(self, texts: list[str], data: bytes) -> None:
+        """Replace, in the pages that have text, the lines of each ruled table by a Markdown table.
+
+        Needs PDFium (``pypdfium2``, in ``mxrag[loaders]``); without it, or when PDFium cannot read
+        the file, the pages keep pypdf's text.
+        """
+        if importlib.util.find_spec("pypdfium2") is None:
+            return
+        import pypdfium2
+
+        try:
+            document = pypdfium2.PdfDocument(data)
+        except Exception as exc:  # pypdf read it: the text stays, without tables
+            logger.warning("%r: tables not read, PDFium cannot open the file: %s", self.file_path, describe(exc))
+            return
+        try:
+            for number, text in enumerate(texts, start=1):
+                if _scarce(text) or number > len(document):
+                    continue
+                page = document[number - 1]
+                try:
+                    tables = page_tables(page)
+                finally:
+                    page.close()
+                for table in tables:
+                    table.blocks = [[[_tidy(cell) for cell in row] for row in block] if isinstance(block, list)
+                                    else _tidy(block) for block in table.blocks]
+                if tables:
+                    texts[number - 1] = splice_tables(text, tables)
+        except Exception as exc:  # a damaged page: the text read so far stays
+            logger.warning("%r: tables not read: %s", self.file_path, describe(exc))
+        finally:
+            document.close()
+
     def _open(self, data: bytes) -> PdfReader:
         try:
             reader = PdfReader(io.BytesIO(data))
