@@ -34,13 +34,16 @@ __all__ = ["Table", "page_tables", "splice_tables"]
 
 RULE_THICKNESS = 3.0   # points: a path object at most this thick (and 4 times as long) is a rule
 MIN_RULE = 8.0         # points a rule is at least long
+RULE_SLACK = 2.0       # points the ends of one table's full rules differ at most
 MIN_RULES = 3          # horizontal rules of a table (top, below the header, bottom) at least
 PIECE_GAP = 0.7        # font sizes: a wider gap on a line separates two pieces of text
 MIN_GUTTER = 0.3       # font sizes a column gutter is at least wide
 PARTIAL_GAP = 40.0     # points below the last rule a shorter rule inside the table's extent may lie
 MAX_HEADER_LINES = 3   # text lines of a header band at most (more: prose above the table) ...
 MAX_HEADER_CHARS = 50  # ... and characters of a header cell's line
-PROSE_CHARS = 12       # characters of a line of running text at least
+HEADER_COVER = 0.75    # share of the table's width one line of a header covers at most (more: running text)
+SPAN_CHARS = 12        # characters of a header's piece across a column border at most
+PROSE_CHARS = 20       # characters of a line of running text at least
 MATCH = 0.9            # share of a table's characters pypdf's lines must hold to be replaced
 
 
@@ -81,8 +84,9 @@ def page_tables(page: Any) -> list[Table]:
     pieces = _pieces(page, height)
     tables = []
     for group in _groups(across, height):
-        # a stray rule above or below (a heading's underline, a page's top line) may lead the group
-        for trimmed in (group, group[1:], group[:-1], group[1:-1]):
+        # rules above the table (a box around a note, a heading's underline) or one below may join it
+        tries = (group[start:end] for start in range(len(group) - MIN_RULES + 1) for end in (None, -1))
+        for trimmed in tries:
             table = _table(trimmed, down, pieces) if len(trimmed) >= MIN_RULES else None
             if table is not None:
                 tables.append(table)
@@ -121,21 +125,22 @@ def _joined(rules: list[_Rule]) -> list[_Rule]:
 
 def _groups(across: list[_Rule], height: float) -> list[list[_Rule]]:
     """Horizontal rules grouped into candidate tables, down the page: a rule joins a group whose
-    extent it shares (or, close below the last rule, lies within: a rule under a spanning header)."""
+    extent it has (or, close below the last rule, lies within: a rule under a spanning header)."""
     groups: list[list[_Rule]] = []
     for rule in sorted(across, key=lambda item: item.y):
         for group in groups:
             x0, x1 = group[0].x0, group[0].x1
             shared = min(x1, rule.x1) - max(x0, rule.x0)
             gap = rule.y - group[-1].y
-            full = shared >= 0.8 * max(x1 - x0, rule.x1 - rule.x0)
+            slack = RULE_SLACK
+            full = abs(rule.x0 - x0) <= slack and abs(rule.x1 - x1) <= slack
             if gap <= height / 2 and (full or (shared >= 0.9 * (rule.x1 - rule.x0) and gap <= PARTIAL_GAP)):
                 group.append(rule)
                 break
         else:
             groups.append([rule])
     for group in groups:  # a table ends at a rule as wide as its top one
-        while len(group) > 1 and group[-1].x1 - group[-1].x0 < 0.8 * (group[0].x1 - group[0].x0):
+        while len(group) > 1 and group[-1].x1 - group[-1].x0 < 0.95 * (group[0].x1 - group[0].x0):
             group.pop()
     return [group for group in groups if len(group) >= MIN_RULES]
 
@@ -254,7 +259,7 @@ def _grid(bands: list[list[tuple[Line, float]]], down: list[_Rule]) -> list[list
     if len(columns) < 2:
         return None
     placed = [_lines(band, columns) for band in bands]
-    if _prose(placed, columns) or (len(bands) > 1 and _not_header(placed[0])):
+    if _prose(placed, columns) or (len(bands) > 1 and _not_header(placed, bands[0], columns)):
         return None
     texts = [[[text for text, _, _ in cells] for cells in lines] for lines in placed]
     gridded = len(bands) >= 3 and statistics.median(len(lines) for lines in texts[1:]) <= 3
@@ -326,9 +331,33 @@ def _lines(band: list[tuple[Line, float]], columns: list[tuple[float, float]]) -
     return lines
 
 
-def _not_header(lines: list[list[tuple[str, float, float]]]) -> bool:
-    """Whether the text above a table's first inner rule is more than a header: a paragraph."""
-    return len(lines) > MAX_HEADER_LINES or any(len(text) > MAX_HEADER_CHARS for cells in lines for text, _, _ in cells)
+def _not_header(placed: list[list[list[tuple[str, float, float]]]], band: list[tuple[Line, float]],
+                columns: list[tuple[float, float]]) -> bool:
+    """Whether the text above a table's first inner rule is more than a header: a paragraph, a
+    heading, a line of running text across the columns. A header's pieces line up with the body's
+    columns (left, right or centred; one spanning columns is short)."""
+    lines = placed[0]
+    if len(lines) > MAX_HEADER_LINES or any(len(text) > MAX_HEADER_CHARS for cells in lines for text, _, _ in cells):
+        return True
+    width = columns[-1][1] - columns[0][0]
+    if any(sum(piece.x1 - piece.x0 for piece in row) > HEADER_COVER * width for row in text_rows([p for p, _ in band])):
+        return True
+    edges = []
+    for index in range(len(columns)):
+        filled = [cells[index] for body in placed[1:] for cells in body if cells[index][0]]
+        edges.append((min(x0 for _, x0, _ in filled), max(x1 for _, _, x1 in filled)) if filled else columns[index])
+    for piece, size in band:
+        spanned = [i for i, (left, right) in enumerate(edges) if piece.x0 < right - size and piece.x1 > left + size]
+        if len(spanned) > 1:
+            if len(piece.text) > SPAN_CHARS:
+                return True
+            continue
+        left, right = edges[_column(piece, columns)]
+        slack = 1.5 * size
+        if not (abs(piece.x0 - left) < slack or abs(piece.x1 - right) < slack
+                or abs((piece.x0 + piece.x1) / 2 - (left + right) / 2) < slack):
+            return True
+    return False
 
 
 def _prose(bands: list[list[list[tuple[str, float, float]]]], columns: list[tuple[float, float]]) -> bool:
@@ -341,7 +370,10 @@ def _prose(bands: list[list[list[tuple[str, float, float]]]], columns: list[tupl
         if len(filled) < 2:
             continue
         left, right = min(x0 for _, x0, _ in filled), max(x1 for _, _, x1 in filled)
-        full = sum(1 for text, x0, x1 in filled if len(text) >= PROSE_CHARS and x1 - x0 >= 0.85 * (right - left))
+        distinct = {text for text, _, _ in filled}  # a table repeats values; running text does not
+        full = sum(1 for text, x0, x1 in filled
+                   if len(text) >= PROSE_CHARS and x1 - x0 >= 0.85 * (right - left) and text in distinct)
+        full = full if len(distinct) == len(filled) else 0
         full_columns += full >= 0.6 * len(filled)
     return full_columns >= 2
 
