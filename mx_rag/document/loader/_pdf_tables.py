@@ -35,12 +35,13 @@ __all__ = ["Table", "page_tables", "splice_tables"]
 RULE_THICKNESS = 3.0   # points: a path object at most this thick (and 4 times as long) is a rule
 MIN_RULE = 8.0         # points a rule is at least long
 RULE_SLACK = 2.0       # points the ends of one table's full rules differ at most
+MAX_LEADING_RULES = 6  # rules above a table (of notes, headings) tried away at most
 MIN_RULES = 3          # horizontal rules of a table (top, below the header, bottom) at least
 PIECE_GAP = 0.7        # font sizes: a wider gap on a line separates two pieces of text
 MIN_GUTTER = 0.3       # font sizes a column gutter is at least wide
 PARTIAL_GAP = 40.0     # points below the last rule a shorter rule inside the table's extent may lie
 MAX_HEADER_LINES = 3   # text lines of a header band at most (more: prose above the table) ...
-MAX_HEADER_CHARS = 50  # ... and characters of a header cell's line
+MAX_HEADER_CHARS = 30  # ... and characters of a header cell's line
 HEADER_COVER = 0.75    # share of the table's width one line of a header covers at most (more: running text)
 SPAN_CHARS = 12        # characters of a header's piece across a column border at most
 PROSE_CHARS = 20       # characters of a line of running text at least
@@ -85,7 +86,8 @@ def page_tables(page: Any) -> list[Table]:
     tables = []
     for group in _groups(across, height):
         # rules above the table (a box around a note, a heading's underline) or one below may join it
-        tries = (group[start:end] for start in range(len(group) - MIN_RULES + 1) for end in (None, -1))
+        starts = range(min(MAX_LEADING_RULES, len(group) - MIN_RULES) + 1)
+        tries = (group[start:end] for start in starts for end in (None, -1))
         for trimmed in tries:
             table = _table(trimmed, down, pieces) if len(trimmed) >= MIN_RULES else None
             if table is not None:
@@ -259,7 +261,7 @@ def _grid(bands: list[list[tuple[Line, float]]], down: list[_Rule]) -> list[list
     if len(columns) < 2:
         return None
     placed = [_lines(band, columns) for band in bands]
-    if _prose(placed, columns) or (len(bands) > 1 and _not_header(placed, bands[0], columns)):
+    if _prose(placed, columns) or (len(bands) > 1 and _not_header(placed, bands, columns)):
         return None
     texts = [[[text for text, _, _ in cells] for cells in lines] for lines in placed]
     gridded = len(bands) >= 3 and statistics.median(len(lines) for lines in texts[1:]) <= 3
@@ -331,12 +333,13 @@ def _lines(band: list[tuple[Line, float]], columns: list[tuple[float, float]]) -
     return lines
 
 
-def _not_header(placed: list[list[list[tuple[str, float, float]]]], band: list[tuple[Line, float]],
+def _not_header(placed: list[list[list[tuple[str, float, float]]]], bands: list[list[tuple[Line, float]]],
                 columns: list[tuple[float, float]]) -> bool:
     """Whether the text above a table's first inner rule is more than a header: a paragraph, a
     heading, a line of running text across the columns. A header's pieces line up with the body's
-    columns (left, right or centred; one spanning columns is short)."""
-    lines = placed[0]
+    columns or pieces (left, right or centred; one spanning columns is short)."""
+    lines, band = placed[0], bands[0]
+    body = [item for other in bands[1:] for item in other]
     if len(lines) > MAX_HEADER_LINES or any(len(text) > MAX_HEADER_CHARS for cells in lines for text, _, _ in cells):
         return True
     width = columns[-1][1] - columns[0][0]
@@ -355,7 +358,8 @@ def _not_header(placed: list[list[list[tuple[str, float, float]]]], band: list[t
         left, right = edges[_column(piece, columns)]
         slack = 1.5 * size
         if not (abs(piece.x0 - left) < slack or abs(piece.x1 - right) < slack
-                or abs((piece.x0 + piece.x1) / 2 - (left + right) / 2) < slack):
+                or abs((piece.x0 + piece.x1) / 2 - (left + right) / 2) < slack
+                or any(abs(piece.x0 - other.x0) < slack or abs(piece.x1 - other.x1) < slack for other, _ in body)):
             return True
     return False
 
