@@ -6,14 +6,20 @@ boxes of its characters:
 
 * thin drawn lines (path objects at most ``RULE_THICKNESS`` points thick) are the rules; pieces of
   one rule cut at column borders are joined;
-* horizontal rules that overlap horizontally and follow each other down the page form a
-  candidate table, from its top rule to its bottom rule;
+* horizontal rules with the same ends (a shorter one may lie just below another: a rule under a
+  spanning header) that follow each other down the page form a candidate table, from its top
+  rule to its bottom rule; rules above it (a note's box, a heading's underline) are tried away;
 * the columns are the vertical bands that no text of the rows below the first rule crosses
-  (and the table's vertical rules); a candidate with fewer than two columns is no table: a box
-  around a paragraph, a note between two lines, two columns of prose;
+  (and the table's vertical rules); a candidate is no table when it has fewer than two columns
+  with words, when two of its columns read as running text (long, distinct lines as wide as the
+  column: two columns of prose, a paragraph cut by a chance gap), or when the text above its
+  first inner rule is no header (more than 3 lines, long, across the columns, or out of line
+  with the body's columns and pieces);
 * the rows: the band above the first inner rule is the header (its lines joined per column); when
   every row has rules between, each band is a row; otherwise each text line is a row, and a line
-  whose first cell is empty continues the row above (a wrapped cell).
+  whose first cell is empty continues the row above (a wrapped cell);
+* tables stacked with the same header (a caption between) are one candidate cut into tables at
+  each repeated header, the band before it kept as lines of text.
 
 ``splice_tables(text, tables)`` replaces, in a page's text from pypdf, the lines that hold a
 table's characters by its Markdown table, and leaves every other line as it was. A table whose
