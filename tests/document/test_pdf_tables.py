@@ -14,7 +14,8 @@ from doc_helpers import DOCS
 
 from mx_rag.document.loader import PdfLoader
 from mx_rag.document.loader import pdf_loader as pdf_module
-from mx_rag.document.loader._pdf_tables import Table, page_tables, splice_tables
+from mx_rag.document.loader._pdf_tables import Table, page_tables
+from mx_rag.document.loader.pdf_loader import splice_tables
 
 
 def _tables(text: str) -> list[list[list[str]]]:

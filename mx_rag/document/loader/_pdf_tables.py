@@ -21,22 +21,20 @@ boxes of its characters:
 * tables stacked with the same header (a caption between) are one candidate cut into tables at
   each repeated header, the band before it kept as lines of text.
 
-``splice_tables(text, tables)`` replaces, in a page's text from pypdf, the lines that hold a
-table's characters by its Markdown table, and leaves every other line as it was. A table whose
-lines cannot be found (pypdf read its characters elsewhere or differently) is left as text.
+``PdfLoader`` puts each table in place of the lines of pypdf's text that hold its characters
+(``pdf_loader.splice_tables``).
 """
 
 from __future__ import annotations
 
 import itertools
 import statistics
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from mx_rag.document.loader._layout import Line, join_words, markdown_table, text_rows
 
-__all__ = ["Table", "page_tables", "splice_tables"]
+__all__ = ["Table", "page_tables"]
 
 RULE_THICKNESS = 3.0   # points: a path object at most this thick (and 4 times as long) is a rule
 MIN_RULE = 8.0         # points a rule is at least long
@@ -51,7 +49,6 @@ MAX_HEADER_CHARS = 30  # ... and characters of a header cell's line
 HEADER_COVER = 0.75    # share of the table's width one line of a header covers at most (more: running text)
 SPAN_CHARS = 12        # characters of a header's piece across a column border at most
 PROSE_CHARS = 20       # characters of a line of running text at least
-MATCH = 0.9            # share of a table's characters pypdf's lines must hold to be replaced
 
 
 @dataclass
@@ -401,42 +398,3 @@ def _joined_cells(lines: list[list[str]]) -> list[str]:
             if cell:
                 joined[index] = join_words(joined[index], cell) if joined[index] else cell
     return joined
-
-
-def splice_tables(text: str, tables: list[Table]) -> str:
-    """``text`` with the lines holding each table's characters replaced by the table (see module doc)."""
-    lines = text.split("\n")
-    replaced: list[tuple[int, int, Table]] = []
-    for table in tables:
-        span = _span(lines, Counter("".join("".join(cell.split()) for cell in table.cells)))
-        if span is not None and all(span[1] < start or span[0] > end for start, end, _ in replaced):
-            replaced.append((span[0], span[1], table))
-    for start, end, table in sorted(replaced, key=lambda item: -item[0]):
-        lines[start:end + 1] = [table.markdown]
-    return "\n".join(lines)
-
-
-def _span(lines: list[str], wanted: Counter[str]) -> tuple[int, int] | None:
-    """The run of lines whose characters best match ``wanted``: at least ``MATCH`` of them found,
-    few others; the most found less twice the others, the shortest of equals."""
-    total = sum(wanted.values())
-    if not total:
-        return None
-    counts = [Counter("".join(line.split())) for line in lines]
-    best: tuple[int, int, int] | None = None  # score, start, end
-    for start, first in enumerate(counts):
-        if not first:
-            continue
-        window: Counter[str] = Counter()
-        for end in range(start, len(lines)):
-            if sum((counts[end] & wanted).values()) < 0.5 * sum(counts[end].values()):
-                break  # a line mostly of other text: the table's lines end above it
-            window += counts[end]
-            extra = sum((window - wanted).values())
-            if extra > (1 - MATCH) * total:
-                break
-            found = sum((window & wanted).values())
-            score = found - 2 * extra
-            if found >= MATCH * total and (best is None or (score, start - end) > (best[0], best[1] - best[2])):
-                best = (score, start, end)
-    return (best[1], best[2]) if best else None

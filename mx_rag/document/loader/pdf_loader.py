@@ -14,6 +14,7 @@ import importlib.util
 import io
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any
@@ -26,7 +27,7 @@ from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._layout import drop_running_lines, page_text
 from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
-from mx_rag.document.loader._pdf_tables import page_tables, splice_tables
+from mx_rag.document.loader._pdf_tables import Table, page_tables
 from mx_rag.document.loader.base_loader import clean_text, describe
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 
 
+MATCH = 0.9  # share of a table's characters a run of pypdf's lines must hold to be replaced by the table
 MIN_TEXT_CHARS = 16  # non-blank characters under which a page's text layer counts as missing
 
 # Chinese and Japanese characters and their punctuation (not Hangul: Korean puts spaces between words)
@@ -226,3 +228,44 @@ class PdfLoader(PictureLoader):
             logger.warning("skipped an image on page %d of %r that pypdf cannot decode: %s: %s",
                            number, self.file_path, type(exc).__name__, exc)
             return None
+
+
+def splice_tables(text: str, tables: list[Table]) -> str:
+    """``text`` with the lines holding each table's characters replaced by its Markdown table; every
+    other line is left as it was, and a table whose lines cannot be found (pypdf read its characters
+    elsewhere or differently) is left out."""
+    lines = text.split("\n")
+    replaced: list[tuple[int, int, Table]] = []
+    for table in tables:
+        span = _span(lines, Counter("".join("".join(cell.split()) for cell in table.cells)))
+        if span is not None and all(span[1] < start or span[0] > end for start, end, _ in replaced):
+            replaced.append((span[0], span[1], table))
+    for start, end, table in sorted(replaced, key=lambda item: -item[0]):
+        lines[start:end + 1] = [table.markdown]
+    return "\n".join(lines)
+
+
+def _span(lines: list[str], wanted: Counter[str]) -> tuple[int, int] | None:
+    """The run of lines whose characters best match ``wanted``: at least ``MATCH`` of them found,
+    few others; the most found less twice the others, the shortest of equals."""
+    total = sum(wanted.values())
+    if not total:
+        return None
+    counts = [Counter("".join(line.split())) for line in lines]
+    best: tuple[int, int, int] | None = None  # score, start, end
+    for start, first in enumerate(counts):
+        if not first:
+            continue
+        window: Counter[str] = Counter()
+        for end in range(start, len(lines)):
+            if sum((counts[end] & wanted).values()) < 0.5 * sum(counts[end].values()):
+                break  # a line mostly of other text: the table's lines end above it
+            window += counts[end]
+            extra = sum((window - wanted).values())
+            if extra > (1 - MATCH) * total:
+                break
+            found = sum((window & wanted).values())
+            score = found - 2 * extra
+            if found >= MATCH * total and (best is None or (score, start - end) > (best[0], best[1] - best[2])):
+                best = (score, start, end)
+    return (best[1], best[2]) if best else None
