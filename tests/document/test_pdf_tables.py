@@ -150,3 +150,25 @@ def test_a_pdf_table_is_one_chunk_with_its_caption() -> None:
     assert tables[1] == ("表  2 ：三座城市的分店\n| 城市 | 分店数 | 店长 |\n| --- | --- | --- |\n"  # caption: pypdf's
                          "| 北京 | 12 | 王芳 |\n| 上海 | 9 | 李强 |\n| 广州 | 7 | 陈静 |")
     assert all(chunk.metadata["page"] == 1 for chunk in chunks)
+
+
+def test_ocr_layout_reads_aligned_columns_of_prose_down_not_as_a_table() -> None:
+    """``page_text`` (the layout of OCRed lines), fed the generated page's lines: the two columns of
+    prose that its page-wide gutter test misses (a one-column top half) are not a table."""
+    from mx_rag.document.loader._layout import page_text
+    from mx_rag.document.loader._pdf_tables import _pieces
+
+    document = pypdfium2.PdfDocument(DOCS / "tables-generated.pdf")
+    try:
+        page = document[0]
+        width, height = page.get_size()
+        text = page_text([piece for piece, _ in _pieces(page, height)], width)
+    finally:
+        document.close()
+    prose = text[text.index("The first column of this part"):]
+    assert "|" not in prose
+    lines = prose.splitlines()
+    # within the rows the columns share, the left column's lines come first, then the right's
+    assert lines.index("before the right one. Nothing here is a table,") < lines.index(
+        "running text about the bakery. Flour prices")
+    assert "| Region | Q1 | Q2 | Notes |" in text  # the bordered table is still one

@@ -8,7 +8,9 @@
 * a page whose lines leave a vertical gutter near the middle is read as two columns: the left
   column, then the right, section by section (a title spanning both columns starts a section);
 * two or more consecutive rows cut into the same columns by wide gaps are a table, written as a
-  Markdown table (first row as header) so that a cell keeps its row and column names.
+  Markdown table (first row as header) so that a cell keeps its row and column names; unless two
+  of its columns are running text (long, distinct lines: a two-column passage the gutter test
+  missed), which is read column by column.
 
 ``drop_running_lines(pages)`` removes, from a document's pages, the first and last lines that
 repeat on most pages (running headers and footers, page numbers) and returns the printed page
@@ -35,6 +37,7 @@ CELL_GAP = 1.8             # a gap wider than this many line heights separates t
 GUTTER_MIN = 0.3           # the column gutter lies between these shares of the page width
 GUTTER_MAX = 0.7
 GUTTER_WIDTH = 0.015       # share of the page width the gutter is at least
+PROSE_CHARS = 20           # characters of most cells of a column of running text at least
 COLUMN_LINE_WIDTH = 0.2    # share of the page width the median line of a text column is at least
 
 
@@ -229,7 +232,20 @@ def _flush(run: list[list[Line]]) -> list[str]:
             if index is not None:
                 row[index] = join_words(row[index], cell.text).strip() if row[index] else cell.text
         grid.append(row)
+    if _prose(grid):  # side-by-side columns of running text: read each column down, not a table
+        return [cell for index in range(len(columns)) for row in grid for cell in row[index:index + 1] if cell]
     return [markdown_table(grid)]
+
+
+def _prose(grid: list[list[str]]) -> bool:
+    """Whether two or more columns of aligned rows read as running text: most of their cells are
+    long (at least ``PROSE_CHARS`` characters) and none repeats, as lines of two text columns are."""
+    columns = 0
+    for index in range(len(grid[0])):
+        cells = [row[index] for row in grid if row[index]]
+        long = sum(1 for cell in cells if len(cell) >= PROSE_CHARS)
+        columns += len(cells) >= 2 and long >= 0.6 * len(cells) and len(set(cells)) == len(cells)
+    return columns >= 2
 
 
 def markdown_table(grid: list[list[str]]) -> str:
