@@ -26,7 +26,7 @@ from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._layout import drop_running_lines, page_text
-from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
+from mx_rag.document.loader._ocr import INSTALL_HINT, PDFIUM_LOCK, ocr_available, recognize, render_pdf
 from mx_rag.document.loader._pdf_tables import Table, page_tables
 from mx_rag.document.loader.base_loader import clean_text, describe
 from mx_rag.document.loader.picture_loader import PictureLoader
@@ -169,19 +169,22 @@ class PdfLoader(PictureLoader):
         import pypdfium2
 
         try:
-            document = pypdfium2.PdfDocument(data)
+            with PDFIUM_LOCK:
+                document = pypdfium2.PdfDocument(data)
+                count = len(document)
         except Exception as exc:  # pypdf read it: the text stays, without tables
             logger.warning("%r: tables not read, PDFium cannot open the file: %s", self.file_path, describe(exc))
             return
         try:
             for number, text in enumerate(texts, start=1):
-                if _scarce(text) or number > len(document):
+                if _scarce(text) or number > count:
                     continue
-                page = document[number - 1]
-                try:
-                    tables = page_tables(page)
-                finally:
-                    page.close()
+                with PDFIUM_LOCK:  # PDFium is not thread-safe (ingestion parses files in threads)
+                    page = document[number - 1]
+                    try:
+                        tables = page_tables(page)
+                    finally:
+                        page.close()
                 for table in tables:
                     table.blocks = [[[_tidy(cell) for cell in row] for row in block] if isinstance(block, list)
                                     else _tidy(block) for block in table.blocks]
@@ -190,7 +193,8 @@ class PdfLoader(PictureLoader):
         except Exception as exc:  # a damaged page: the text read so far stays
             logger.warning("%r: tables not read: %s", self.file_path, describe(exc))
         finally:
-            document.close()
+            with PDFIUM_LOCK:
+                document.close()
 
     def _open(self, data: bytes) -> PdfReader:
         try:
