@@ -172,3 +172,13 @@ def test_ocr_layout_reads_aligned_columns_of_prose_down_not_as_a_table() -> None
     assert lines.index("before the right one. Nothing here is a table,") < lines.index(
         "running text about the bakery. Flour prices")
     assert "| Region | Q1 | Q2 | Notes |" in text  # the bordered table is still one
+
+
+def test_tables_read_in_parallel_threads_match(loaded: dict[str, list[str]]) -> None:
+    """Ingestion parses files in threads; PDFium is not thread-safe, so the loader serializes it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ["korean-text-with-tables.pdf", "embedded-images-tables.pdf", "tables-generated.pdf"] * 2
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        pages = list(pool.map(lambda name: [d.page_content for d in PdfLoader(DOCS / name).load()], names))
+    assert pages == [loaded[name] for name in names]
