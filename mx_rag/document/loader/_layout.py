@@ -8,7 +8,9 @@
 * a page whose lines leave a vertical gutter near the middle is read as two columns: the left
   column, then the right, section by section (a title spanning both columns starts a section);
 * two or more consecutive rows cut into the same columns by wide gaps are a table, written as a
-  Markdown table (first row as header) so that a cell keeps its row and column names.
+  Markdown table (first row as header) so that a cell keeps its row and column names; unless two
+  of its columns are running text (long, distinct lines: a two-column passage the gutter test
+  missed), which is read column by column.
 
 ``drop_running_lines(pages)`` removes, from a document's pages, the first and last lines that
 repeat on most pages (running headers and footers, page numbers) and returns the printed page
@@ -24,7 +26,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Line", "drop_running_lines", "markdown_table", "page_text", "split_tables"]
+__all__ = ["Line", "drop_running_lines", "join_words", "markdown_table", "page_text", "split_tables", "text_rows"]
 
 _CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _PAGE_NUMBER = re.compile(r"^\W*(?:page|p\.|第)?\s*(\d{1,5})\s*(?:页|/\s*\d+|of\s+\d+)?\W*$", re.IGNORECASE)
@@ -35,6 +37,7 @@ CELL_GAP = 1.8             # a gap wider than this many line heights separates t
 GUTTER_MIN = 0.3           # the column gutter lies between these shares of the page width
 GUTTER_MAX = 0.7
 GUTTER_WIDTH = 0.015       # share of the page width the gutter is at least
+PROSE_CHARS = 20           # characters of most cells of a column of running text at least
 COLUMN_LINE_WIDTH = 0.2    # share of the page width the median line of a text column is at least
 
 
@@ -63,7 +66,7 @@ def page_text(lines: list[Line], width: float) -> str:
         return ""
     blocks: list[str] = []
     for section in _sections(lines, width):
-        blocks.extend(_text_of_rows(_rows(section)))
+        blocks.extend(_text_of_rows(text_rows(section)))
     return "\n".join(blocks).strip()
 
 
@@ -128,7 +131,7 @@ def _gutter(lines: list[Line], width: float) -> tuple[float, float] | None:
     return left_edge, right_edge
 
 
-def _rows(lines: list[Line]) -> list[list[Line]]:
+def text_rows(lines: list[Line]) -> list[list[Line]]:
     """Lines grouped into rows (top to bottom), each row left to right."""
     rows: list[list[Line]] = []
     for line in sorted(lines, key=lambda item: item.middle):
@@ -150,14 +153,14 @@ def _cells(row: list[Line]) -> list[Line]:
     for item in row[1:]:
         last = merged[-1]
         if item.x0 - last.x1 < CELL_GAP * height:
-            last.text = _join(last.text, item.text)
+            last.text = join_words(last.text, item.text)
             last.x1, last.y0, last.y1 = max(last.x1, item.x1), min(last.y0, item.y0), max(last.y1, item.y1)
         else:
             merged.append(Line(item.x0, item.y0, item.x1, item.y1, item.text))
     return merged
 
 
-def _join(left: str, right: str) -> str:
+def join_words(left: str, right: str) -> str:
     if left and right and _CJK.match(left[-1]) and _CJK.match(right[0]):
         return left + right
     return f"{left} {right}"
@@ -227,9 +230,22 @@ def _flush(run: list[list[Line]]) -> list[str]:
         for cell in cells:
             index = _column_of(cell, columns)
             if index is not None:
-                row[index] = _join(row[index], cell.text).strip() if row[index] else cell.text
+                row[index] = join_words(row[index], cell.text).strip() if row[index] else cell.text
         grid.append(row)
+    if _prose(grid):  # side-by-side columns of running text: read each column down, not a table
+        return [cell for index in range(len(columns)) for row in grid for cell in row[index:index + 1] if cell]
     return [markdown_table(grid)]
+
+
+def _prose(grid: list[list[str]]) -> bool:
+    """Whether two or more columns of aligned rows read as running text: most of their cells are
+    long (at least ``PROSE_CHARS`` characters) and none repeats, as lines of two text columns are."""
+    columns = 0
+    for index in range(len(grid[0])):
+        cells = [row[index] for row in grid if row[index]]
+        long = sum(1 for cell in cells if len(cell) >= PROSE_CHARS)
+        columns += len(cells) >= 2 and long >= 0.6 * len(cells) and len(set(cells)) == len(cells)
+    return columns >= 2
 
 
 def markdown_table(grid: list[list[str]]) -> str:
@@ -264,7 +280,7 @@ def drop_running_lines(pages: list[str]) -> tuple[list[str], list[str | None]]:
         edges = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 2), len(lines)))
         keep = []
         for index, line in enumerate(lines):
-            if index in edges:
+            if index in edges and not line.startswith("|"):  # a table's row is never a running line
                 number = _PAGE_NUMBER.match(line.strip()) if len(pages) > 1 else None
                 if number and label is None:
                     label = number.group(1)

@@ -33,7 +33,8 @@ from mx_rag.errors import DocumentError
 from mx_rag.utils.lazy import check_extra, extra_import
 
 __all__ = [
-    "INSTALL_HINT", "MAX_SIDE", "OcrPage", "image_text", "ocr_available", "recognize", "render_pdf", "require_ocr",
+    "INSTALL_HINT", "MAX_SIDE", "PDFIUM_LOCK", "OcrPage", "image_text", "ocr_available", "recognize", "render_pdf",
+    "require_ocr",
 ]
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ _MODULES = ("rapidocr", "onnxruntime", "pypdfium2")
 INSTALL_HINT = 'pip install "mxrag[ocr]"'
 
 _lock = threading.Lock()
+PDFIUM_LOCK = _lock  # PDFium is not thread-safe: every call into it in mx_rag holds this lock
 _engine: Any = None
 
 

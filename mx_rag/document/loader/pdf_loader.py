@@ -10,9 +10,11 @@ text layer (scans) are rendered with PDFium and read by OCR (``mxrag[ocr]``, see
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any
@@ -24,7 +26,8 @@ from pypdf.errors import DependencyError, LimitReachedError, PdfReadError
 
 from mx_rag.document.loader import base_loader
 from mx_rag.document.loader._layout import drop_running_lines, page_text
-from mx_rag.document.loader._ocr import INSTALL_HINT, ocr_available, recognize, render_pdf
+from mx_rag.document.loader._ocr import INSTALL_HINT, PDFIUM_LOCK, ocr_available, recognize, render_pdf
+from mx_rag.document.loader._pdf_tables import Table, page_tables
 from mx_rag.document.loader.base_loader import clean_text, describe
 from mx_rag.document.loader.picture_loader import PictureLoader
 from mx_rag.errors import DocumentError, OcrUnavailableError
@@ -37,6 +40,7 @@ logger = logging.getLogger(__name__)
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 
 
+MATCH = 0.9  # share of a table's characters a run of pypdf's lines must hold to be replaced by the table
 MIN_TEXT_CHARS = 16  # non-blank characters under which a page's text layer counts as missing
 
 # Chinese and Japanese characters and their punctuation (not Hangul: Korean puts spaces between words)
@@ -124,6 +128,7 @@ class PdfLoader(PictureLoader):
             except Exception as exc:
                 raise DocumentError(f"cannot extract the text of page {number} of {self.file_path!r}: "
                                     f"{describe(exc)}") from exc
+        self._tables(texts, data)
         scanned = self._scanned(texts, data)
         kept, labels = drop_running_lines(texts)
         for number, page in enumerate(reader.pages, start=1):
@@ -153,6 +158,44 @@ class PdfLoader(PictureLoader):
             if len(text) > len(texts[number - 1]):
                 texts[number - 1], done[number] = text, page.angle
         return done
+    def _tables(self, texts: list[str], data: bytes) -> None:
+        """Replace, in the pages that have text, the lines of each ruled table by a Markdown table.
+
+        Needs PDFium (``pypdfium2``, in ``mxrag[loaders]``); without it, or when PDFium cannot read
+        the file, the pages keep pypdf's text.
+        """
+        if importlib.util.find_spec("pypdfium2") is None:
+            return
+        import pypdfium2
+
+        try:
+            with PDFIUM_LOCK:
+                document = pypdfium2.PdfDocument(data)
+                count = len(document)
+        except Exception as exc:  # pypdf read it: the text stays, without tables
+            logger.warning("%r: tables not read, PDFium cannot open the file: %s", self.file_path, describe(exc))
+            return
+        try:
+            for number, text in enumerate(texts, start=1):
+                if _scarce(text) or number > count:
+                    continue
+                with PDFIUM_LOCK:  # PDFium is not thread-safe (ingestion parses files in threads)
+                    page = document[number - 1]
+                    try:
+                        tables = page_tables(page)
+                    finally:
+                        page.close()
+                for table in tables:
+                    table.blocks = [[[_tidy(cell) for cell in row] for row in block] if isinstance(block, list)
+                                    else _tidy(block) for block in table.blocks]
+                if tables:
+                    texts[number - 1] = splice_tables(text, tables)
+        except Exception as exc:  # a damaged page: the text read so far stays
+            logger.warning("%r: tables not read: %s", self.file_path, describe(exc))
+        finally:
+            with PDFIUM_LOCK:
+                document.close()
+
     def _open(self, data: bytes) -> PdfReader:
         try:
             reader = PdfReader(io.BytesIO(data))
@@ -189,3 +232,44 @@ class PdfLoader(PictureLoader):
             logger.warning("skipped an image on page %d of %r that pypdf cannot decode: %s: %s",
                            number, self.file_path, type(exc).__name__, exc)
             return None
+
+
+def splice_tables(text: str, tables: list[Table]) -> str:
+    """``text`` with the lines holding each table's characters replaced by its Markdown table; every
+    other line is left as it was, and a table whose lines cannot be found (pypdf read its characters
+    elsewhere or differently) is left out."""
+    lines = text.split("\n")
+    replaced: list[tuple[int, int, Table]] = []
+    for table in tables:
+        span = _span(lines, Counter("".join("".join(cell.split()) for cell in table.cells)))
+        if span is not None and all(span[1] < start or span[0] > end for start, end, _ in replaced):
+            replaced.append((span[0], span[1], table))
+    for start, end, table in sorted(replaced, key=lambda item: -item[0]):
+        lines[start:end + 1] = [table.markdown]
+    return "\n".join(lines)
+
+
+def _span(lines: list[str], wanted: Counter[str]) -> tuple[int, int] | None:
+    """The run of lines whose characters best match ``wanted``: at least ``MATCH`` of them found,
+    few others; the most found less twice the others, the shortest of equals."""
+    total = sum(wanted.values())
+    if not total:
+        return None
+    counts = [Counter("".join(line.split())) for line in lines]
+    best: tuple[int, int, int] | None = None  # score, start, end
+    for start, first in enumerate(counts):
+        if not first:
+            continue
+        window: Counter[str] = Counter()
+        for end in range(start, len(lines)):
+            if sum((counts[end] & wanted).values()) < 0.5 * sum(counts[end].values()):
+                break  # a line mostly of other text: the table's lines end above it
+            window += counts[end]
+            extra = sum((window - wanted).values())
+            if extra > (1 - MATCH) * total:
+                break
+            found = sum((window & wanted).values())
+            score = found - 2 * extra
+            if found >= MATCH * total and (best is None or (score, start - end) > (best[0], best[1] - best[2])):
+                best = (score, start, end)
+    return (best[1], best[2]) if best else None
