@@ -11,7 +11,7 @@ An ``Answerer`` keeps the retrievers and chains it builds, per user, knowledge b
 and answer prompt, and builds them again after any change of the knowledge registry (its
 generation: an ingest or a deletion, by any process) or when the knowledge base was made again.
 A conversation's chain (it carries the history) is built for its request. Questions of
-concurrent requests are embedded together (``QueryBatcher``).
+concurrent requests are embedded together (the service's ``QueryBatcher``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from mx_rag.app.chains import CHAIN_TYPES
-from mx_rag.app.query_batch import QueryBatcher
 from mx_rag.app.service import KnowledgeService, check_kb_name
 from mx_rag.app.users import Principal
 from mx_rag.errors import KnowledgeNotFound, ParameterError
@@ -127,7 +126,6 @@ class Answerer:
     def __init__(self, service: KnowledgeService, llm: Text2TextLLM) -> None:
         self.service = service
         self.llm = llm
-        self.embedding = QueryBatcher(service.embedding)
         self._caches: Any = None  # the [cache] settings' answer caches, made on first use
         # (user, kb, what, chain, k[, prompt]) -> (the KnowledgeDB, registry generation, retriever or chain)
         self._kept: OrderedDict[tuple[Any, ...], tuple[KnowledgeDB, int, Any]] = OrderedDict()
@@ -192,7 +190,7 @@ class Answerer:
     def _retriever(self, knowledge: KnowledgeDB, chain: str, k: int | None) -> Any:
         settings = self.service.settings.chain
         k = k or settings.k
-        embed = self.embedding.embed_documents
+        embed = self.service.queries.embed_documents
         if chain == "hybrid":
             from mx_rag.retrievers import HybridRetriever
 
