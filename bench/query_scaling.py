@@ -21,6 +21,12 @@ embedded by ``HashEmbedding`` inside the retrievers), k=5, in rotating order que
 Output: JSON lines; one per (store, size, contender) with p50/p90 in ms and the load average, and
 a ``scoped_over_unscoped`` line per (store, size) against the bar of 10 % + 1 ms.
 
+``--index-recall N ...`` measures the approximate FAISS kinds instead: N chunk vectors of the same
+corpus in ``MindFAISS`` FLAT, IVF and HNSW (``INDEX_CHOICES``); one ``index_recall`` line per kind
+and setting with the build time, recall@10 against FLAT over ``--queries`` questions, and the p50
+search ms of both. (On this corpus, bags of hashed words, no ANN setting that is faster than FLAT
+reaches recall@10 0.98: docs/benchmarks.md.)
+
 Run::
 
     flock /tmp/mxrag-bench.lock python bench/query_scaling.py --sizes 1000 10000
@@ -210,6 +216,59 @@ def measure(store: str, folder: Path, dim: int, corpus: Corpus, queries: int) ->
     return times
 
 
+def chunk_vectors(corpus: Corpus, count: int) -> np.ndarray:
+    """``count`` chunk vectors as ``Corpus.chunks`` makes them, without the texts, 50,000 at a time."""
+    rng = np.random.default_rng(3)
+    parts = []
+    for start in range(0, count, 50_000):
+        picks = rng.choice(VOCABULARY, size=(min(50_000, count - start), WORDS_PER_CHUNK), p=corpus.p)
+        vectors = corpus.table[picks].sum(axis=1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        parts.append((vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32))
+    return np.ascontiguousarray(np.vstack(parts))
+
+
+INDEX_CHOICES = (("IVF", "nprobe", (16, 4)), ("HNSW", "efSearch", (64, 256)))  # (kind, knob, settings)
+
+
+def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int) -> list[dict[str, Any]]:
+    """FLAT against IVF (4 * sqrt(count) lists; 1/16 and 1/4 of them probed) and HNSW (M 32,
+    efSearch 64 and 256) on the same ``count`` vectors: build seconds, recall@10, p50 ms."""
+    from mx_rag.storage.vectorstore import MindFAISS
+
+    vectors = chunk_vectors(corpus, count)
+    ids = list(range(count))
+    asked = HashEmbedding(dim).embed_documents(corpus.queries(queries))
+    flat = MindFAISS(x_dim=dim, load_local_index=None)
+    flat.add(ids, vectors, document_id=1)
+    truth, flat_times = [], []
+    for vector in asked:
+        begin = time.perf_counter()
+        truth.append(set(flat.search([vector], k=10)[1][0]))
+        flat_times.append(time.perf_counter() - begin)
+    nlist = max(1, int(4 * count**0.5))
+    lines = []
+    for kind, knob, settings in INDEX_CHOICES:
+        for setting in settings:
+            value = max(1, nlist // setting) if kind == "IVF" else setting
+            params = {"nlist": nlist, "nprobe": value, "train_size": count} if kind == "IVF" else {knob: value}
+            store = MindFAISS(x_dim=dim, load_local_index=None, index_type=kind, index_params=params)
+            start = time.perf_counter()
+            store.add(ids, vectors, document_id=1)
+            build_s = time.perf_counter() - start
+            found, times = 0, []
+            for vector, expected in zip(asked, truth, strict=True):
+                begin = time.perf_counter()
+                found += len(expected & set(store.search([vector], k=10)[1][0]))
+                times.append(time.perf_counter() - begin)
+            lines.append({"bench": "query_scaling", "scenario": "index_recall", "vectors": count, "dim": dim,
+                          "kind": kind, **params, "build_s": round(build_s, 1),
+                          "recall_at_10": round(found / (10 * len(asked)), 4),
+                          "flat_p50_ms": ms(percentile(flat_times, 0.5)), "p50_ms": ms(percentile(times, 0.5)),
+                          "queries": len(asked), **memory_mb(), "loadavg": loadavg()})
+    return lines
+
+
 def tracing_off_line() -> dict[str, Any]:
     """What the tracing stages cost with tracing off: a question passes through at most 9 (see
     mx_rag.utils.tracing), each one ``with stage(...)``, timed here 200,000 times."""
@@ -235,6 +294,8 @@ def main() -> None:
     parser.add_argument("--queries", type=positive_int, default=30)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/mxrag-query-scaling"))
     parser.add_argument("--label", default="", help="a tag for this run (before/after)")
+    parser.add_argument("--index-recall", type=positive_int, nargs="+", default=None, metavar="VECTORS",
+                        help="measure FLAT against IVF and HNSW at these vector counts instead")
     parser.add_argument("--omp-threads", type=positive_int, default=1,
                         help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
@@ -243,8 +304,13 @@ def main() -> None:
     faiss.omp_set_num_threads(args.omp_threads)
     emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
                      omp_threads=args.omp_threads, loadavg=loadavg()))
-    emit(tracing_off_line())
     corpus = Corpus(args.dim)
+    if args.index_recall:
+        for count in args.index_recall:
+            for measured in index_recall_lines(corpus, count, args.dim, args.queries):
+                emit(measured)
+        return
+    emit(tracing_off_line())
     for store in args.stores:
         for documents in args.sizes:
             folder = args.cache_dir / f"{store}-{documents}-d{args.dim}"

@@ -6,11 +6,19 @@ A chat ``model`` names a knowledge base, optionally with a chain: ``handbook`` o
 with a prefix-cache warm-up of the LLM), ``hybrid`` (dense + keyword retrieval fused),
 ``multi-query`` (the question and LLM rewrites of it searched). Every retriever is scoped to the
 knowledge base. The last user message is the question; earlier turns go before it as history.
+
+An ``Answerer`` keeps the retrievers and chains it builds, per user, knowledge base, chain, ``k``
+and answer prompt, and builds them again after any change of the knowledge registry (its
+generation: an ingest or a deletion, by any process) or when the knowledge base was made again.
+A conversation's chain (it carries the history) is built for its request. Questions of
+concurrent requests are embedded together (the service's ``QueryBatcher``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,7 @@ from mx_rag.app.service import KnowledgeService, check_kb_name
 from mx_rag.app.users import Principal
 from mx_rag.chain.base import Chain
 from mx_rag.errors import KnowledgeNotFound, ParameterError
+from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.llm.text2text import Text2TextLLM
 from mx_rag.utils.text import has_han
@@ -28,6 +37,7 @@ __all__ = ["Answerer", "Question", "answer_prompt", "parse_model", "question_of"
 
 CORAG_PATH_LENGTH = 3  # retrieval steps of a served CoRAG answer (greedy decoding)
 MAX_HISTORY = 15  # earlier turns sent before the question (chains take at most 16 messages)
+MAX_KEPT = 256  # retrievers and chains an Answerer keeps (the least recently used goes first)
 ANSWER_PROMPT = "Answer the question using the information above. If it is not there, say so."
 ANSWER_PROMPT_ZH = "请根据上述信息回答问题。如果上述信息中没有答案，请如实说明。"
 
@@ -118,6 +128,9 @@ class Answerer:
         self.service = service
         self.llm = llm
         self._caches: Any = None  # the [cache] settings' answer caches, made on first use
+        # (user, kb, what, chain, k[, prompt]) -> (the KnowledgeDB, registry generation, retriever or chain)
+        self._kept: OrderedDict[tuple[Any, ...], tuple[KnowledgeDB, int, Any]] = OrderedDict()
+        self._kept_lock = threading.Lock()
 
     def chain(self, who: Principal, kb: str, chain: str, question: Question, k: int | None) -> Any:
         from mx_rag.chain import GraphRagText2TextChain, ParallelText2TextChain, SingleText2TextChain
@@ -131,16 +144,39 @@ class Answerer:
             retriever = self.service.graph(who, kb).as_retriever(reranker_top_k=k or self.service.settings.chain.k)
             return GraphChain(GraphRagText2TextChain(llm=self.llm, retriever=retriever,
                                                      sys_messages=question.history or None, source=True), retriever)
+        knowledge = self.service.open(who, kb)
+        stamp = (knowledge, knowledge.knowledge_store.generation())
+        key = (who.user_id, kb, chain, k)
+        retriever = self._keep(stamp, ("retriever", *key), lambda: self._retriever(knowledge, chain, k))
         if chain == "corag":
-            return CoRagChain(self.llm, self._retriever(who, kb, "single", k), k or self.service.settings.chain.k)
-        retriever = self._retriever(who, kb, chain, k)
-        common = {"llm": self.llm, "retriever": retriever, "reranker": self.service.reranker(),
-                  "prompt": answer_prompt(question.text), "sys_messages": question.history or None}
-        if chain == "parallel":  # its own layout puts the question first too (the warm-up's prefix)
-            built: Any = ParallelText2TextChain(**common)
-        else:
-            built = SingleText2TextChain(**common, user_content_builder=question_first_content)
+            return CoRagChain(self.llm, retriever, k or self.service.settings.chain.k)
+        prompt = answer_prompt(question.text)
+
+        def build() -> Any:
+            common = {"llm": self.llm, "retriever": retriever, "reranker": self.service.reranker(),
+                      "prompt": prompt, "sys_messages": question.history or None}
+            if chain == "parallel":  # its own layout puts the question first too (the warm-up's prefix)
+                return ParallelText2TextChain(**common)
+            return SingleText2TextChain(**common, user_content_builder=question_first_content)
+
+        built = build() if question.history else self._keep(stamp, ("chain", *key, prompt), build)
         return self._cached(who, kb, chain, k, question, built)
+
+    def _keep(self, stamp: tuple[KnowledgeDB, int], key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """The object kept under ``key`` while ``stamp`` (the knowledge base and the registry's
+        generation) is the same; else ``build()``, kept."""
+        with self._kept_lock:
+            kept = self._kept.get(key)
+            if kept is not None and kept[0] is stamp[0] and kept[1] == stamp[1]:
+                self._kept.move_to_end(key)
+                return kept[2]
+        built = build()
+        with self._kept_lock:
+            self._kept[key] = (*stamp, built)
+            self._kept.move_to_end(key)
+            while len(self._kept) > MAX_KEPT:
+                self._kept.popitem(last=False)
+        return built
 
     def _cached(self, who: Principal, kb: str, chain: str, k: int | None, question: Question, built: Any) -> Any:
         """``built`` behind the answer cache when ``[cache]`` is on (never for a conversation)."""
@@ -152,11 +188,10 @@ class Answerer:
             self._caches = AnswerCaches(self.service)
         return self._caches.wrap(who, kb, chain, k, built)
 
-    def _retriever(self, who: Principal, kb: str, chain: str, k: int | None) -> Any:
+    def _retriever(self, knowledge: KnowledgeDB, chain: str, k: int | None) -> Any:
         settings = self.service.settings.chain
         k = k or settings.k
-        knowledge = self.service.open(who, kb)
-        embed = self.service.embedding.embed_documents
+        embed = self.service.queries.embed_documents
         if chain == "hybrid":
             from mx_rag.retrievers import HybridRetriever
 

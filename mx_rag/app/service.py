@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mx_rag.app import workspace
+from mx_rag.app.query_batch import QueryBatcher
 from mx_rag.app.settings import ServerSettings
 from mx_rag.app.users import LOCAL_USER, Principal
 from mx_rag.errors import KnowledgeError, KnowledgeNotFound, ParameterError, PermissionDenied
@@ -60,6 +61,7 @@ class KnowledgeService:
         recorded = self.registry.embedding_models()
         self.embedding_model = choose_embedding(settings.embedding.model, recorded)
         self.embedding = TextEmbedding(self.embedding_model, int8=recorded_int8(self.embedding_model, recorded))
+        self.queries = QueryBatcher(self.embedding)  # the questions of concurrent requests, embedded together
         self.chunks = workspace.chunk_store(settings)
         self.vectors = workspace.vector_store(settings, self.embedding.dimension)
         self.loader = LoaderMng.with_defaults(
@@ -177,7 +179,7 @@ class KnowledgeService:
 
     def retriever(self, who: Principal, name: str, k: int | None = None) -> KnowledgeRetriever:
         chain = self.settings.chain
-        return self.open(who, name).as_retriever(self.embedding.embed_documents, k=k or chain.k,
+        return self.open(who, name).as_retriever(self.queries.embed_documents, k=k or chain.k,
                                                   score_threshold=chain.score_threshold)
 
     # -- knowledge graphs ------------------------------------------------------------------------

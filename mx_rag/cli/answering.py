@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ import typer
 from mx_rag.cli.files import shown_path
 from mx_rag.cli.runtime import Opened
 
-__all__ = ["Asking", "chat_loop", "print_chunks"]
+__all__ = ["Asking", "chat_loop", "print_chunks", "timed"]
 
 
 @dataclass
@@ -90,6 +92,27 @@ class Asking:
             typer.echo("")
             print_sources(sources)
         return "".join(pieces).strip()
+
+
+@contextlib.contextmanager
+def timed(on: bool) -> Iterator[None]:
+    """With ``on``, print the time of each stage run in the block (``mx_rag.utils.tracing``; a
+    stage run more than once is summed) and the whole block's to stderr."""
+    if not on:
+        yield
+        return
+    from mx_rag.utils import tracing
+
+    started = time.perf_counter()
+    with tracing.timings() as stages:
+        yield
+    total: dict[str, float] = {}
+    for name, seconds in stages:
+        total[name] = total.get(name, 0.0) + seconds
+    total["total"] = time.perf_counter() - started
+    typer.echo("timings:", err=True)
+    for name, seconds in total.items():
+        typer.echo(f"  {name:<24}{seconds * 1000:10.1f} ms", err=True)
 
 
 def _with_paths(entries: list[dict[str, Any]], result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -102,6 +102,8 @@ def ask(
         "--json", help="Print {answer, sources, …} as JSON (with --stream: one JSON object per line).")] = False,
     max_tokens: MaxTokensOption = None,
     temperature: TemperatureOption = None,
+    timings: Annotated[bool, typer.Option(
+        "--timings", help="Print the time of each stage of the answer (embed, search, LLM) to stderr.")] = False,
     *,
     where: Where,
 ) -> None:
@@ -110,11 +112,12 @@ def ask(
     With --docs, those files are ingested into the knowledge base first (it is made if missing).
     Without --llm-url or llm.url, the embedded LLM is started for the question.
     """
-    from mx_rag.cli.answering import Asking
+    from mx_rag.cli.answering import Asking, timed
 
     with answering_session(where, kb, docs) as (here, llm):
         asking = Asking(here, llm, kb, chain or here.settings.chain.type, k, max_tokens, temperature)
-        asking.ask(question, stream=stream, as_json=as_json)
+        with timed(timings):
+            asking.ask(question, stream=stream, as_json=as_json)
 
 
 @llm_options

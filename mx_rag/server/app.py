@@ -28,6 +28,7 @@ from mx_rag.server.openai_api import openai_router
 from mx_rag.server.schema import ERROR_RESPONSE, KEYED_ERRORS, PUBLIC_ERRORS
 from mx_rag.server.service import KnowledgeService
 from mx_rag.server.tei_api import tei_router
+from mx_rag.utils import tracing
 from mx_rag.utils.common import MB
 
 __all__ = ["app_from_environment", "chat_url", "create_app", "server_llm"]
@@ -46,6 +47,7 @@ def create_app(service: KnowledgeService, llm: Text2TextLLM) -> FastAPI:
     install_error_handling(app, settings.max_body_mb * MB, upload.max_files * upload.max_file_mb * MB + MB)
     app.add_middleware(Guard, auth=auth)  # outside the body limit: no body is read before the key is checked
     app.add_middleware(metrics.RequestMetrics)  # outermost: it also counts the refusals of the two above
+    tracing.observe(metrics.observe_stage)  # the stage histograms of /metrics
 
     app.include_router(openai_router(Answerer(service, llm), auth.current), responses=KEYED_ERRORS)
     app.include_router(kb_router(service, auth.current, auth.current_admin), responses=KEYED_ERRORS)

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The server's Prometheus metrics (one registry per process; with ``--workers N`` each worker
-reports its own, so scrape each worker or sum them)."""
+reports its own, so scrape each worker or sum them).
+
+``mxrag_stage_seconds{stage}`` times the stages of ``mx_rag.utils.tracing`` (ingestion: load,
+split, embed, write; a question: query.embed, query.vector_search, query.keyword_search, ...)
+once ``create_app`` has passed ``observe_stage`` to ``tracing.observe``."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["CONTENT_TYPE", "METHODS", "RequestMetrics", "count_ingested", "count_tokens", "exposition",
-           "observe_request"]
+           "observe_request", "observe_stage"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # the method label: any other method a client makes up counts as "other", so clients cannot grow the series
@@ -22,6 +26,11 @@ _LATENCY = Histogram(
     "mxrag_request_seconds", "Time to answer a request (streams: to the last byte handed over)", ["route"],
     registry=REGISTRY, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
+_STAGES = Histogram(
+    "mxrag_stage_seconds", "Time of each stage of an ingestion or a question (mx_rag.utils.tracing)", ["stage"],
+    registry=REGISTRY, buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+                                60, 120),
+)
 _TOKENS = Counter("mxrag_tokens", "Tokens of chat completions", ["kind"], registry=REGISTRY)
 _FILES = Counter("mxrag_ingested_files", "Uploaded files ingested, by result", ["result"], registry=REGISTRY)
 
@@ -29,6 +38,10 @@ _FILES = Counter("mxrag_ingested_files", "Uploaded files ingested, by result", [
 def observe_request(route: str, method: str, status: int, seconds: float) -> None:
     _REQUESTS.labels(route, method if method in METHODS else "other", str(status)).inc()
     _LATENCY.labels(route).observe(seconds)
+
+
+def observe_stage(stage: str, seconds: float) -> None:
+    _STAGES.labels(stage).observe(seconds)
 
 
 class RequestMetrics:

@@ -13,25 +13,35 @@ Stage names (span names ``mxrag.<stage>``): ingest ``load``, ``split``, ``embed`
 question ``query.embed``, ``query.vector_search``, ``query.keyword_search``, ``query.fusion``,
 ``query.subject_links``, ``query.rerank``, ``query.prompt``, ``query.llm`` (the whole answer)
 and ``query.llm_first_token`` (until the first streamed token).
+
+Stage times without OpenTelemetry: ``observe(callback)`` has ``callback(stage, seconds)`` called
+after each stage in this process (the server's ``/metrics`` histograms), and ``timings()``
+collects the stages run inside its block, in the calling context (``mxrag ask --timings``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mx_rag.utils.lazy import extra_import
 
-__all__ = ["ENDPOINT_VARIABLE", "disable", "enable", "enabled", "stage"]
+__all__ = ["ENDPOINT_VARIABLE", "disable", "enable", "enabled", "observe", "stage", "timings", "unobserve"]
 
 ENDPOINT_VARIABLE = "MXRAG_OTLP_ENDPOINT"
 _OFF: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 _tracer: Any = None  # an opentelemetry Tracer while on
 _checked = False  # the environment was read
 _lock = threading.Lock()
+_observers: tuple[Callable[[str, float], None], ...] = ()  # told each stage's time; empty: not timed
+_collected: contextvars.ContextVar[list[tuple[str, float]] | None] = contextvars.ContextVar("mxrag_timings",
+                                                                                           default=None)
+_collecting = 0  # timings() blocks open
 
 
 def enable(tracer_provider: Any = None) -> None:
@@ -61,8 +71,55 @@ def enabled() -> bool:
     return _tracer is not None
 
 
+def observe(callback: Callable[[str, float], None]) -> None:
+    """Call ``callback(stage, seconds)`` after every stage from now on (once, however often
+    ``callback`` is given); it must be quick and must not raise."""
+    with _lock:
+        _set_observing(callback, True)
+
+
+def unobserve(callback: Callable[[str, float], None]) -> None:
+    """Stop calling ``callback`` (nothing if it was not observing)."""
+    with _lock:
+        _set_observing(callback, False)
+
+
+def _set_observing(callback: Callable[[str, float], None], on: bool) -> None:
+    global _observers
+    others = tuple(c for c in _observers if c != callback)
+    _observers = (*others, callback) if on else others
+
+
+@contextlib.contextmanager
+def timings() -> Iterator[list[tuple[str, float]]]:
+    """``(stage, seconds)`` of each stage that ends inside the block, in this context, in order
+    of ending (the list is filled as they end)."""
+    global _collecting
+    collected: list[tuple[str, float]] = []
+    token = _collected.set(collected)
+    with _lock:
+        _collecting += 1
+        _set_observing(_collect, True)
+    try:
+        yield collected
+    finally:
+        _collected.reset(token)
+        with _lock:
+            _collecting -= 1
+            _set_observing(_collect, _collecting > 0)
+
+
+def _collect(name: str, seconds: float) -> None:
+    collected = _collected.get()
+    if collected is not None:
+        collected.append((name, seconds))
+
+
 def stage(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
-    """A span ``mxrag.<name>`` around the block when tracing is on; else a shared no-op."""
+    """A span ``mxrag.<name>`` around the block when tracing is on, timed for the observers when
+    there are any; else a shared no-op."""
+    if _observers:
+        return _timed(name, attributes)
     if _tracer is None and (_checked or not _from_environment()):
         return _OFF
     return _span(name, attributes)
@@ -72,6 +129,19 @@ def stage(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any
 def _span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
     with _tracer.start_as_current_span(f"mxrag.{name}", attributes=attributes or None) as span:
         yield span
+
+
+@contextlib.contextmanager
+def _timed(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    started = time.perf_counter()
+    try:
+        traced = _OFF if _tracer is None and (_checked or not _from_environment()) else _span(name, attributes)
+        with traced as span:
+            yield span
+    finally:
+        seconds = time.perf_counter() - started
+        for callback in _observers:
+            callback(name, seconds)
 
 
 def _from_environment() -> bool:

@@ -49,6 +49,17 @@ def here(site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return site
 
 
+def test_ask_timings_prints_each_stage_of_the_answer(here: Path, llm: ScriptedServer) -> None:
+    result = invoke("ask", "Where are vectors kept?", "--kb", "handbook", "--chain", "hybrid", "--stream",
+                    "--timings", "--llm-url", llm.url("/v1"))
+    assert result.exit_code == 0, result.stderr
+    assert "faiss.index" in result.stdout
+    shown = dict(line.split()[:2] for line in result.stderr.partition("timings:\n")[2].splitlines())
+    assert {"query.embed", "query.vector_search", "query.keyword_search", "query.fusion", "query.prompt",
+            "query.llm_first_token", "query.llm", "total"} <= set(shown)
+    assert all(float(ms) >= 0 for ms in shown.values())
+
+
 def test_ask_accepts_the_base_url_and_prints_the_answer_and_its_sources(here: Path, llm: ScriptedServer) -> None:
     before = len(llm.requests)
     result = invoke("ask", "Where are vectors kept?", "--kb", "handbook", "--llm-url", llm.url("/v1"))

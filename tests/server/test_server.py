@@ -556,6 +556,16 @@ def test_health_ready_and_metrics(served: Served) -> None:
 
 
 @pytest.mark.slow
+def test_metrics_time_the_stages_of_uploads_and_questions(served: Served, openai_client: Any) -> None:
+    openai_client.chat.completions.create(model=KB + "/hybrid", messages=[{"role": "user", "content": QUESTION}])
+    with served.client(None) as client:
+        text = client.get("/metrics").text
+    for stage in ("load", "split", "embed", "write", "query.embed", "query.vector_search", "query.keyword_search",
+                  "query.fusion", "query.rerank", "query.prompt", "query.llm"):
+        assert f'mxrag_stage_seconds_count{{stage="{stage}"}}' in text, stage
+
+
+@pytest.mark.slow
 def test_deleting_a_document_keeps_a_users_own_file(served: Served, tmp_path: Path) -> None:
     """A document ingested from the user's folder (as ``mxrag ingest --kb`` does) is deleted from the
     knowledge base; the user's file stays. An upload's copy is removed."""

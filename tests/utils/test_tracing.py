@@ -3,6 +3,7 @@ a question is a span; off, a stage is a shared no-op and opentelemetry is not im
 
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,3 +75,38 @@ def test_off_a_stage_is_a_shared_no_op_and_imports_no_opentelemetry() -> None:
             "assert a is b and not tracing.enabled(); "
             "assert not [m for m in sys.modules if m.startswith('opentelemetry')]")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin", "PYTHONPATH": ":".join(sys.path)})
+
+
+def test_stage_times_reach_observers_and_the_timings_of_one_context_only(tmp_path: Path) -> None:
+    db = str(tmp_path / "sql.db")
+    registry, chunks = KnowledgeStore(db_path=db), SQLiteDocstore(db_path=db)
+    vectors = MindFAISS(x_dim=64, devs=[0], load_local_index=str(tmp_path / "faiss.index"))
+    registry.add_knowledge("kb", "Default", "admin")
+    kb = KnowledgeDB(knowledge_store=registry, chunk_store=chunks, vector_store=vectors, knowledge_name="kb",
+                     white_paths=[str(tmp_path)], user_id="Default")
+    (tmp_path / "lockers.txt").write_text("Lockers open with the blue key.\n")
+    embed = HashEmbedding(64).embed_documents
+    assert upload_files(kb, [str(tmp_path / "lockers.txt")], LoaderMng.with_defaults(), embed) == []
+    retriever = kb.scoped(HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=3))
+    seen: list[tuple[str, float]] = []
+
+    def observer(name: str, seconds: float) -> None:
+        seen.append((name, seconds))
+
+    tracing.observe(observer)
+    try:
+        with tracing.timings() as mine:
+            other: list[tuple[str, float]] = []
+            worker = threading.Thread(target=lambda: other.append(len(retriever.invoke("blue key"))))
+            worker.start()
+            worker.join()
+            assert retriever.invoke("Which key opens the lockers?")
+    finally:
+        tracing.unobserve(observer)
+    names = [name for name, _ in mine]
+    assert {"query.embed", "query.vector_search", "query.keyword_search", "query.fusion"} <= set(names)
+    assert len(names) == len(set(names))  # the other thread's stages went to the observer only
+    assert len(seen) == 2 * len(names) and all(seconds >= 0 for _, seconds in seen)
+    before = (len(seen), len(mine))
+    assert retriever.invoke("blue key")
+    assert (len(seen), len(mine)) == before  # neither is told of stages after it stopped

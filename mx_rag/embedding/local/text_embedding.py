@@ -202,6 +202,11 @@ class TextEmbedding(Embeddings, Creatable):
         info = self._settings()[0]
         return self._embed([text], info.query_prefix, 1)[0]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """``embed_query`` of each text, batched (the server's concurrent questions)."""
+        texts = check_texts("texts", texts)
+        return self._embed(texts, self._settings()[0].query_prefix, None)
+
     @property
     def model_dir(self) -> Path:
         """The directory the model is read from (a built-in model's is converted on first use)."""

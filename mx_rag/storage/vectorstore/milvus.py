@@ -424,8 +424,21 @@ class MilvusDB(VectorStore):
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
+        self._index_type = self._built_index_type() or self._index_type
         with self._call("load_collection"):
             self._client.load_collection(self._collection)
+
+    def _built_index_type(self) -> str | None:
+        """The index type the collection's dense field was built with (searches take its knobs:
+        a collection made FLAT stays FLAT when opened by a store that asks for HNSW)."""
+        if self._mode not in DENSE_MODES:
+            return None
+        with self._call("describe_index"):
+            for name in self._client.list_indexes(self._collection):
+                info = self._client.describe_index(self._collection, index_name=name)
+                if info.get("field_name") == "vector" and info.get("index_type") in INDEX_TYPES:
+                    return str(info["index_type"])
+        return None
 
     def _require(self, modes: tuple[SearchMode, ...], what: str) -> None:
         if self._mode not in modes:

@@ -108,6 +108,16 @@ def test_other_index_types_serve_searches(milvus_client: Any, index_type: str) -
     assert built == {"IVF_FLAT" if index_type == "IVF_PQ" else index_type}
 
 
+def test_a_collection_keeps_the_index_it_was_built_with(milvus_client: Any) -> None:
+    flat = _create(milvus_client)
+    data = unit_vectors(50, DIM)
+    flat.add(list(range(50)), data)
+    again = MilvusDB.create(client=milvus_client, collection_name=flat.collection_name, index_type="HNSW")
+    assert again._index_type == "FLAT" and again.search(data[:2], k=1)[1] == [[0], [1]]
+    hnsw = _create(milvus_client, index_type="HNSW")
+    assert MilvusDB.create(client=milvus_client, collection_name=hnsw.collection_name)._index_type == "HNSW"
+
+
 def test_get_all_ids_pages_through_large_collections(milvus_client: Any) -> None:
     store = _create(milvus_client)
     store.add(list(range(2500)), unit_vectors(2500, DIM))
