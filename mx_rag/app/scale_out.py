@@ -28,7 +28,8 @@ def ingest_on_ray(service: KnowledgeService, who: Principal, name: str, files: S
                   address: str, white_paths: Sequence[str | Path] | None = None,
                   progress: Callable[[FileEvent], None] | None = None, options: Any = None) -> IngestReport:
     """Ingest ``files`` into knowledge base ``name`` on the Ray cluster at ``address`` (``auto``:
-    the cluster of this machine), exactly once (``mx_rag.distributed``).
+    the cluster of this machine), exactly once (``mx_rag.distributed``); ``options`` (a
+    ``RayOptions``) default to ``[ingest] ray_embedders`` and ``ray_batch_chunks``.
 
     Raises:
         ParameterError: the settings' stores are FAISS or SQLite (single-machine).
@@ -52,7 +53,9 @@ def ingest_on_ray(service: KnowledgeService, who: Principal, name: str, files: S
         loader_factory=functools.partial(_loader, settings.upload.chunk_size, settings.upload.chunk_overlap),
         embedder_factory=functools.partial(_embedder, service.embedding_model, int8),
         stores_factory=functools.partial(_stores, settings, dimension),
-        dimension=dimension, address=address, options=options or RayOptions(), progress=progress,
+        dimension=dimension, address=address, progress=progress,
+        options=options or RayOptions(embedders=settings.ingest.ray_embedders,
+                                      batch_chunks=settings.ingest.ray_batch_chunks),
     )
 
 

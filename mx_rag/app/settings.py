@@ -130,6 +130,8 @@ class IngestSettings(_Section):
         description="ingest on this Ray cluster (\"auto\": the one this machine belongs to), into PostgreSQL and "
         "Milvus; None: in this process",
     )  # fmt: skip
+    ray_embedders: int = Field(default=2, ge=1, le=1024, description="embedding actors (one CPU each) on the cluster")
+    ray_batch_chunks: int = Field(default=256, ge=1, le=100_000, description="chunks per embedding call and write")
 
 
 class CacheSettings(_Section):

@@ -166,7 +166,8 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
     paths = corpus(tmp_path / "docs", files=8)
     want = expected(service, paths)
     service.create(Principal.local(), KB)
-    env = stack.env() | {"RAY_ADDRESS": ray_cluster}
+    env = stack.env() | {"MXRAG_EMBEDDING__MODEL": MINILM_NAME, "MXRAG_INGEST__RAY_BATCH_CHUNKS": "4",
+                         "MXRAG_INGEST__RAY_EMBEDDERS": "1"}
     command = [sys.executable, "-c", "from mx_rag.cli.main import app; app()", "ingest", *map(str, paths),
                "--kb", KB, "--ray", ray_cluster]
     driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
