@@ -137,26 +137,60 @@ def embedder_pids() -> list[int]:
     return [p.pid for p in psutil.process_iter(["cmdline"]) if "Embedder" in " ".join(p.info["cmdline"] or [])]
 
 
-def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(ray_cluster: str, stack: Stack,
-                                                                             tmp_path: Path) -> None:
-    service = KnowledgeService(settings(stack))
-    paths = corpus(tmp_path / "docs", files=8)
-    want = expected(service, paths)
+def kill_actor_mid_run(service: KnowledgeService, paths: list[Path], address: str, rows_before: int) -> Any:
+    """Ingest ``paths`` in batches of 4 chunks, SIGKILL the embedding actor's process once more than
+    ``rows_before`` chunk rows are stored (mid-run); the run's report (the run must go on)."""
     done: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, ray_cluster, batch_chunks=4)))
+    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, address, batch_chunks=4)))
     worker.start()
     killed = []
     deadline = time.monotonic() + 120
     while worker.is_alive() and not killed and time.monotonic() < deadline:
-        written = stored(service)["chunk_ids"]
         pids = embedder_pids()
-        if written and pids:  # mid-run: some chunks written, the actor still embedding
+        if pids and len(stored(service)["chunk_ids"]) > rows_before:  # some chunks written, the actor still busy
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
         time.sleep(0.05)
     worker.join(180)
     assert killed, "the run ended before an embedding actor could be killed"
-    assert not done["report"].failed
+    return done["report"]
+
+
+def kill_driver_mid_run(stack: Stack, paths: list[Path], address: str, service: KnowledgeService,
+                        rows_before: int) -> None:
+    """Run ``mxrag ingest --ray`` in a process and SIGKILL it once more than ``rows_before`` chunk
+    rows are stored."""
+    env = stack.env() | {"MXRAG_EMBEDDING__MODEL": MINILM_NAME, "MXRAG_INGEST__RAY_BATCH_CHUNKS": "4",
+                         "MXRAG_INGEST__RAY_EMBEDDERS": "1"}
+    command = [sys.executable, "-c", "from mx_rag.cli.main import app; app()", "ingest", *map(str, paths),
+               "--kb", KB, "--ray", address]
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 150
+        while (driver.poll() is None and time.monotonic() < deadline
+               and len(stored(service)["chunk_ids"]) <= rows_before):
+            time.sleep(0.05)
+        assert driver.poll() is None, driver.stderr.read().decode() if driver.stderr else ""
+        driver.kill()
+    finally:
+        driver.wait(30)
+
+
+def ready_documents_complete(service: KnowledgeService, *versions: dict[str, list[str]]) -> int:
+    """Check that each ready document holds all the chunks of one of ``versions``; how many are ready."""
+    seen = stored(service)
+    for path, texts in seen["texts"].items():
+        assert any(sorted(texts) == sorted(version[path]) for version in versions), path
+    return len(seen["ready"])
+
+
+def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(ray_cluster: str, stack: Stack,
+                                                                             tmp_path: Path) -> None:
+    service = KnowledgeService(settings(stack))
+    paths = corpus(tmp_path / "docs", files=8)
+    want = expected(service, paths)
+    report = kill_actor_mid_run(service, paths, ray_cluster, 0)
+    assert not report.failed
     assert_exact(service, want)
 
 
@@ -166,23 +200,8 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
     paths = corpus(tmp_path / "docs", files=8)
     want = expected(service, paths)
     service.create(Principal.local(), KB)
-    env = stack.env() | {"MXRAG_EMBEDDING__MODEL": MINILM_NAME, "MXRAG_INGEST__RAY_BATCH_CHUNKS": "4",
-                         "MXRAG_INGEST__RAY_EMBEDDERS": "1"}
-    command = [sys.executable, "-c", "from mx_rag.cli.main import app; app()", "ingest", *map(str, paths),
-               "--kb", KB, "--ray", ray_cluster]
-    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 150
-        while driver.poll() is None and time.monotonic() < deadline and not stored(service)["chunk_ids"]:
-            time.sleep(0.05)
-        assert driver.poll() is None, driver.stderr.read().decode() if driver.stderr else ""
-        driver.kill()
-    finally:
-        driver.wait(30)
-    seen = stored(service)
-    for path, texts in seen["texts"].items():  # a ready document is complete
-        assert sorted(texts) == sorted(want[path])
-    assert len(seen["ready"]) < len(want)
+    kill_driver_mid_run(stack, paths, ray_cluster, service, 0)
+    assert ready_documents_complete(service, want) < len(want)
     report = run(KnowledgeService(settings(stack)), paths, ray_cluster)
     assert not report.failed and sorted(report.added + report.unchanged) == sorted(map(str, paths))
     assert_exact(service, want)

@@ -26,3 +26,11 @@ def test_a_faiss_and_sqlite_knowledge_base_is_refused_with_one_line(tmp_path: Pa
 def test_ray_options_name_the_bad_value() -> None:
     with pytest.raises(ParameterError, match="writers"):
         RayOptions(writers=0)
+
+
+def test_the_package_imports_no_ray_until_it_runs() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, mx_rag.distributed as d; d.RayOptions; d.chunk_id; print('ray' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
