@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "faiss", "transformers", "sentence_transformers", "pymilvus", "xllamacpp")
+HEAVY = ("torch", "faiss", "transformers", "sentence_transformers", "pymilvus", "xllamacpp", "ray")
 
 
 def loaded_after(statement: str) -> set[str]:

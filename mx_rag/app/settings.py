@@ -124,6 +124,16 @@ class UploadSettings(_Section):
         return self
 
 
+class IngestSettings(_Section):
+    ray_address: str | None = Field(
+        default=None, min_length=1, max_length=1024,
+        description="ingest on this Ray cluster (\"auto\": the one this machine belongs to), into PostgreSQL and "
+        "Milvus; None: in this process",
+    )  # fmt: skip
+    ray_embedders: int = Field(default=2, ge=1, le=1024, description="embedding actors (one CPU each) on the cluster")
+    ray_batch_chunks: int = Field(default=256, ge=1, le=100_000, description="chunks per embedding call and write")
+
+
 class CacheSettings(_Section):
     enabled: bool = Field(default=False, description="answer repeated questions from a cache, per user and "
                           "knowledge base, cleared for a knowledge base when its documents change")
@@ -151,6 +161,7 @@ class ServerSettings(BaseSettings):
     upload: UploadSettings = UploadSettings()
     graph: GraphSettings = GraphSettings()
     cache: CacheSettings = CacheSettings()
+    ingest: IngestSettings = IngestSettings()
     max_body_mb: int = Field(default=16, ge=1, le=1024, description="largest JSON request body")
 
     @classmethod

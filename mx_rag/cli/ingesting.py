@@ -80,8 +80,9 @@ class Outcome:
 
 
 def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter, *, prune: bool = False,
-                 retry_failed: bool = False) -> Outcome:
-    """Ingest ``paths`` into knowledge base ``name`` (made if missing), reporting each file."""
+                 retry_failed: bool = False, ray: str | None = None) -> Outcome:
+    """Ingest ``paths`` into knowledge base ``name`` (made if missing), reporting each file; on the
+    Ray cluster at ``ray`` when given (``mx_rag.app.scale_out``)."""
     service, who = opened.service, opened.who
     outcome = Outcome(name)
     found = find_files(paths, {s.lower() for s in service.loader.loaders})
@@ -108,7 +109,7 @@ def ingest_paths(opened: Opened, name: str, paths: list[Path], report: Reporter,
         outcome.skipped[shown] = reason
         report.file("skipped", shown, reason=reason)
     try:
-        _ingest(opened, name, found, todo, memo, report, outcome)
+        _ingest(opened, name, found, todo, memo, report, outcome, ray)
     finally:
         memo.save()
     if outcome.signal is None:
@@ -176,7 +177,7 @@ def _readable(path: Path) -> bool:
 
 
 def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: FailureMemo, report: Reporter,
-            outcome: Outcome) -> None:
+            outcome: Outcome, ray: str | None = None) -> None:
     """Ingest ``todo`` through the service's one entry point (a graph knowledge base's graph is
     extended with the same chunks at the end)."""
     from mx_rag.knowledge.ingest import FileEvent
@@ -208,6 +209,11 @@ def _ingest(opened: Opened, name: str, found: Found, todo: list[Path], memo: Fai
     def on_graph(documents: int) -> None:
         report.note(f"building the graph of {documents} new or changed document(s)…")
 
+    if ray is not None:  # Ctrl-C ends the run; what was committed stays, a rerun does the rest
+        from mx_rag.app.scale_out import ingest_on_ray
+
+        ingest_on_ray(service, who, name, todo, address=ray, white_paths=white_paths(todo), progress=on_event)
+        return
     with stop_on_signals(first_stop, second_interrupts=True) as stop:
         try:
             result = service.ingest(who, name, todo, progress=on_event, stop=stop, white_paths=white_paths(todo),

@@ -58,6 +58,9 @@ def ingest(
                         "exists removes its documents). Documents from elsewhere stay.")] = False,
     retry_failed: Annotated[bool, typer.Option(
         "--retry-failed", help="Parse files that failed before even if they have not changed.")] = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS|auto", help="Ingest on this Ray cluster into PostgreSQL and Milvus (mxrag[ray]; "
+                                              "default: ingest.ray_address, else in this process).")] = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
     data_dir: DataDirOption = None,
@@ -78,7 +81,8 @@ def ingest(
     with guard(), opened(config, data_dir, embedding) as here:
         report = reporter()
         try:
-            outcome = ingest_paths(here, kb, paths, report, prune=prune, retry_failed=retry_failed)
+            outcome = ingest_paths(here, kb, paths, report, prune=prune, retry_failed=retry_failed,
+                                   ray=ray or here.settings.ingest.ray_address)
         finally:
             report.close()
     report.echo(outcome.summary(report.elapsed))

@@ -235,6 +235,22 @@ class MilvusDB(VectorStore):
             self._client.upsert(self._collection, new_rows)
         self._maybe_flush()
 
+    def upsert(self, ids: Sequence[int], embeddings: Any, document_id: int | Sequence[int] = 0) -> None:
+        """Insert dense vectors, or replace the rows that have these ids (DENSE mode, ``auto_id``
+        off): writing the same rows twice leaves them once (scale-out ingestion's retries rely on it)."""
+        self._require((SearchMode.DENSE,), "upsert")
+        if self._auto_id:
+            raise ParameterError("upsert needs the ids as primary keys: this store has auto_id=True")
+        vectors = as_matrix("embeddings", embeddings, self._dimension())
+        keys = check_ids("ids", ids, rows=len(vectors))
+        rows = schema_.make_rows({"vector": list(vectors)}, len(vectors), check_document_ids(document_id, len(vectors)),
+                                 keys, None, None)
+        per_request = max(1, INSERT_BYTES // (4 * (self._dim or 256)))
+        with self._call("upsert", write=True):
+            for start in range(0, len(rows), per_request):
+                self._client.upsert(self._collection, rows[start : start + per_request])
+        self._maybe_flush()
+
     # -- reads -----------------------------------------------------------------------------------
 
     @overload

@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``ray_ingest``: a knowledge base's ingestion spread over a Ray cluster, written exactly once.
+
+The driver plans the files as the in-process ingestion does (``mx_rag.knowledge.ingest``: paths
+checked, unchanged files skipped by content hash) and registers each new or changed file as a
+``pending`` registry row, a changed one as a staged new version. That row is the document's
+manifest. Ray Data then loads and splits the files in tasks, embeds the chunks in an actor pool
+(the model loaded once per actor) and writes them with a few writer actors, which upsert by
+deterministic chunk id (``mx_rag.distributed.stages``). The driver counts the distinct chunks
+written per document and commits it (``pending`` -> ``ready``, or the staged version swapped in)
+once all of them are in both stores; only then do the registry and retrieval show it.
+
+So a retried task or a restarted actor writes the same rows again, never new ones, and a killed
+driver leaves ``pending`` rows that the next open of the knowledge base undoes (``KnowledgeDB``'s
+repair) before the rerun skips what was committed and redoes the rest. The files go in waves of
+``max_file_count`` files; each wave holds the registry's write lock while it runs, as one
+in-process write does, so no other writer takes its pending rows for an interrupted run's.
+
+Every node must read the files under the same paths (a shared file system) and import mx_rag.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mx_rag.errors import ParameterError
+from mx_rag.knowledge.ingest import FileEvent, IngestReport, _Job, _plan
+from mx_rag.knowledge.knowledge import KnowledgeDB
+from mx_rag.knowledge.models import PENDING
+from mx_rag.utils.checks import check_int
+from mx_rag.utils.lazy import extra_import
+
+__all__ = ["RayOptions", "check_scale_out_stores", "connect", "ray_ingest"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How the work is spread: ``embedders`` actors with ``embed_cpus`` CPUs each, ``writers``
+    writer actors, ``batch_chunks`` chunks per embedding call and per write."""
+
+    embedders: int = 1
+    embed_cpus: int = 1
+    writers: int = 2
+    batch_chunks: int = 256
+
+    def __post_init__(self) -> None:
+        check_int("embedders", self.embedders, 1, 1024)
+        check_int("embed_cpus", self.embed_cpus, 1, 256)
+        check_int("writers", self.writers, 1, 64)
+        check_int("batch_chunks", self.batch_chunks, 1, 100_000)
+
+
+def check_scale_out_stores(knowledge: KnowledgeDB) -> None:
+    """Refuse a knowledge base whose stores live on one machine (ParameterError, one line)."""
+    from mx_rag.storage.document_store.postgres_storage import PostgresDocstore
+    from mx_rag.storage.vectorstore.milvus import MilvusDB
+
+    local = [
+        what for what, ok in (
+            ("the registry is a SQLite file (set [stores] registry_url)", knowledge.knowledge_store.db_path is None),
+            (f"chunks are in {type(knowledge.chunk_store).__name__} (set [stores] postgres_url)",
+             isinstance(knowledge.chunk_store, PostgresDocstore)),
+            (f"vectors are in {type(knowledge.vector_store).__name__} (set [stores] milvus_url)",
+             isinstance(knowledge.vector_store, MilvusDB)),
+        ) if not ok
+    ]
+    if local:
+        raise ParameterError(f"--ray needs stores every node can reach (PostgreSQL and Milvus), but "
+                             f"{'; '.join(local)}: FAISS and SQLite knowledge bases are ingested on one machine, "
+                             "without --ray")
+
+
+def connect(address: str) -> Any:
+    """``ray``, connected to the cluster at ``address`` (``auto``: the one this machine belongs
+    to) unless this process is connected already."""
+    with extra_import("ray", "ray", only=("ray",)):
+        import ray
+        import ray.data
+    if not ray.is_initialized():
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    return ray
+
+
+def ray_ingest(
+    knowledge: KnowledgeDB,
+    files: Sequence[str | Path],
+    *,
+    loader_factory: Callable[[], Any],
+    embedder_factory: Callable[[], Callable[[list[str]], Any]],
+    stores_factory: Callable[[], tuple[Any, Any]],
+    dimension: int,
+    address: str = "auto",
+    options: RayOptions | None = None,
+    progress: Callable[[FileEvent], None] | None = None,
+) -> IngestReport:
+    """Ingest ``files`` into ``knowledge`` on the Ray cluster at ``address``; report per file.
+
+    Args:
+        loader_factory: makes the ``LoaderMng`` (once per worker process).
+        embedder_factory: makes the embedding function ``texts -> vectors`` (once per actor).
+        stores_factory: makes ``(chunk_store, vector_store)`` for a writer: the knowledge base's
+            stores, reached from another machine.
+        dimension: the vectors' dimension.
+
+    Raises:
+        ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
+        ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
+    """
+    check_scale_out_stores(knowledge)
+    options = options or RayOptions()
+    ray = connect(address)
+    report = IngestReport()
+    given = [str(f) for f in files]
+    for start in range(0, len(given), knowledge.max_file_count):
+        try:
+            with knowledge.knowledge_store.write_lock():
+                _wave(ray, knowledge, given[start : start + knowledge.max_file_count], report, progress,
+                      (loader_factory, embedder_factory, stores_factory, dimension), options)
+        finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed
+            knowledge.repair()
+    return report
+
+
+class _Commits:
+    """The documents of one wave: their jobs, the chunks written so far, and their commits."""
+
+    def __init__(self, knowledge: KnowledgeDB, report: IngestReport, progress: Callable[[FileEvent], None] | None):
+        self.knowledge, self.report, self.progress = knowledge, report, progress
+        self.jobs: dict[int, _Job] = {}
+        self.replaces: dict[int, int] = {}  # staged new version -> the document it replaces
+        self.written: dict[int, set[int]] = defaultdict(set)
+        self.total: dict[int, int] = {}
+        self.done: set[int] = set()
+
+    def register(self, job: _Job) -> int:
+        registry, name, user = self.knowledge.knowledge_store, self.knowledge.knowledge_name, self.knowledge.user_id
+        current = registry.find_document(name, str(job.path), user) if job.replaces else None
+        if current is not None:
+            doc_id = registry.stage_document(name, str(job.path), user, current.document_id, job.digest)
+            self.replaces[doc_id] = current.document_id
+        else:
+            doc_id = registry.add_doc_info(name, job.path.name, str(job.path), user, status=PENDING,
+                                           content_hash=job.digest)
+        self.jobs[doc_id] = job
+        return doc_id
+
+    def take(self, batch: dict[str, Any]) -> None:
+        """Count what the writers wrote; commit the documents now complete in one transaction."""
+        complete = []
+        for doc_id, chunk, total, error in zip(batch["doc_id"], batch["chunk_id"], batch["total"], batch["error"],
+                                               strict=True):
+            doc_id = int(doc_id)
+            if doc_id in self.done:
+                continue
+            if error:
+                self.done.add(doc_id)
+                self._tell_failed(doc_id, str(error))
+                continue
+            self.written[doc_id].add(int(chunk))
+            self.total[doc_id] = int(total)
+            if len(self.written[doc_id]) == self.total[doc_id]:
+                self.done.add(doc_id)
+                complete.append(doc_id)
+        if complete:
+            self.knowledge.knowledge_store.commit_documents(
+                [d for d in complete if d not in self.replaces], [d for d in complete if d in self.replaces]
+            )
+            for doc_id in complete:
+                job = self.jobs[doc_id]
+                (self.report.replaced if job.replaces else self.report.added).append(job.given)
+                self.report.chunks[job.given] = self.total[doc_id]
+                self._tell(FileEvent(job.given, "replaced" if job.replaces else "added", chunks=self.total[doc_id]))
+
+    def finish(self) -> None:
+        """Documents that never completed failed (their pending rows are undone next)."""
+        for doc_id in sorted(set(self.jobs) - self.done):
+            self._tell_failed(doc_id, "not every chunk was written")
+
+    def _tell_failed(self, doc_id: int, reason: str) -> None:
+        given = self.jobs[doc_id].given
+        logger.warning("cannot ingest %s: %s", Path(given).name, reason)
+        self.report.failed.append(given)
+        self.report.reasons[given] = reason
+        self._tell(FileEvent(given, "failed", reason=reason))
+
+    def _tell(self, event: FileEvent) -> None:
+        if self.progress is not None:
+            self.progress(event)
+
+
+def _wave(ray: Any, knowledge: KnowledgeDB, files: list[str], report: IngestReport,
+          progress: Callable[[FileEvent], None] | None, parts: tuple[Any, ...], options: RayOptions) -> None:
+    from mx_rag.distributed.stages import Embedder, Writer, load_and_split
+
+    loader_factory, embedder_factory, stores_factory, dimension = parts
+    before = len(report.unchanged)
+    jobs = _plan(knowledge, files, True, report)
+    for given in report.unchanged[before:]:
+        if progress is not None:
+            progress(FileEvent(given, "unchanged"))
+    if not jobs:
+        return
+    commits = _Commits(knowledge, report, progress)
+    rows = [{"doc_id": commits.register(job), "path": str(job.path), "digest": job.digest,
+             "knowledge_id": knowledge.knowledge_id} for job in jobs]
+    dataset = (
+        ray.data.from_items(rows, override_num_blocks=min(len(rows), 200))
+        .flat_map(load_and_split, fn_kwargs={"loader_factory": loader_factory})
+        .map_batches(Embedder, fn_constructor_kwargs={"factory": embedder_factory, "dimension": dimension,
+                                                      "threads": options.embed_cpus},
+                     batch_size=options.batch_chunks, batch_format="numpy", num_cpus=options.embed_cpus,
+                     compute=ray.data.ActorPoolStrategy(size=options.embedders))
+        .map_batches(Writer, fn_constructor_kwargs={"stores": stores_factory}, batch_size=options.batch_chunks,
+                     batch_format="numpy", num_cpus=0, compute=ray.data.ActorPoolStrategy(size=options.writers))
+    )
+    for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+        commits.take(batch)
+    commits.finish()
