@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
+from tests.server.milvus_server import MILVUS_VERSION, MilvusServer, installed_version, running_milvus
+
 SERVE_TIMEOUT = 120.0
 # The suite's embedded LLM is the 135M SmolLM2 (seconds to load, fast on two cores): every
 # LocalLLMServer started without a model, in this process or a command it runs, serves it.
@@ -119,3 +121,21 @@ def postgres_schema_url(postgres_url: str) -> Iterator[str]:
         with engine.begin() as conn:
             conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
         engine.dispose()
+
+
+# A real Milvus 2.3.5 standalone (``milvus-server`` of the PyPI package ``milvus``, see
+# tests/server/milvus_server.py) on free ports for the whole session, shared by the server and the
+# distributed tests; skipped only where that package is not installed. The unpacked binaries are
+# kept in pytest's cache folder.
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[MilvusServer]:
+    version = installed_version()
+    if version is None:
+        pytest.skip(f"the Milvus server is not installed: pip install milvus=={MILVUS_VERSION} "
+                    "(its milvus-server is a Milvus standalone; make setup installs it)")
+    cache = pytestconfig.cache.mkdir(f"milvus-{version}") if pytestconfig.cache is not None else None
+    try:
+        with running_milvus(tmp_path_factory.mktemp("milvus"), bin_cache=cache) as server:
+            yield server
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import milvus_server  # noqa: F401  (the session's Milvus server)
 from tests.server.milvus_server import MilvusServer
 
 pytest.importorskip("ray", reason='Ray is not installed: pip install "mxrag[ray]"')
@@ -60,7 +59,7 @@ class Stack:
 
 
 @pytest.fixture
-def stack(milvus_server: MilvusServer, postgres_schema_url: str, tmp_path: Path) -> Iterator[Stack]:  # noqa: F811
+def stack(milvus_server: MilvusServer, postgres_schema_url: str, tmp_path: Path) -> Iterator[Stack]:
     from pymilvus import MilvusClient
 
     collection = f"ray_{uuid.uuid4().hex[:12]}"
