@@ -133,7 +133,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest
     if version is None:
         pytest.skip(f"the Milvus server is not installed: pip install milvus=={MILVUS_VERSION} "
                     "(its milvus-server is a Milvus standalone; make setup installs it)")
-    cache = pytestconfig.cache.mkdir(f"milvus-{version}") if pytestconfig.cache is not None else None
+    cache = pytestconfig.cache.mkdir(f"milvus-{version}") if getattr(pytestconfig, "cache", None) else None
     try:
         with running_milvus(tmp_path_factory.mktemp("milvus"), bin_cache=cache) as server:
             yield server
