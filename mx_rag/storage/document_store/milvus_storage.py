@@ -27,6 +27,7 @@ from mx_rag.storage.validation import (
     check_top_k,
 )
 from mx_rag.storage.vectorstore import _milvus_schema as milvus_
+from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
 from mx_rag.utils.checks import check_bool, check_instance, check_number, check_str, fail
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
 from mx_rag.utils.lazy import extra_import
@@ -41,7 +42,7 @@ ITERATOR_BATCH = 1000
 ALLOCATE_BATCH = 10_000  # ids taken from the allocator per insert request
 
 
-class MilvusDocstore(Docstore):
+class MilvusDocstore(Docstore, MilvusCollection):
     """Chunk store in a Milvus collection, with BM25 full-text search done by Milvus.
 
     Chunk ids are the collection's primary keys, assigned by Milvus (increasing): on milvus-lite
@@ -108,15 +109,6 @@ class MilvusDocstore(Docstore):
         self._create_collection(pymilvus)
 
     # -- properties and collection ----------------------------------------------------------------
-
-    @property
-    def client(self) -> Any:
-        """The ``MilvusClient``."""
-        return self._client
-
-    @property
-    def collection_name(self) -> str:
-        return self._collection
 
     def _create_collection(self, pymilvus: Any) -> None:
         with self._call("has_collection"):
@@ -332,14 +324,8 @@ class MilvusDocstore(Docstore):
                                        filter=expr, filter_params=params, output_fields=layout.FIELDS,
                                        search_params={"metric_type": "BM25", "params": knobs})[0]
 
-    @contextlib.contextmanager
-    def _call(self, action: str, *, write: bool = False) -> Iterator[None]:
-        lite = write and milvus_.is_lite(self._server)
-        try:
-            with milvus_.lite_write_lock(self._client) if lite else contextlib.nullcontext():
-                yield
-        except self._error as exc:
-            raise StorageError(f"Milvus {action} on collection {self._collection!r} failed: {exc}") from exc
+    def _server_version(self) -> str:
+        return self._server
 
     def _document(self, row: dict[str, Any], **extra: Any) -> MxDocument:
         return self._codec.to_document(layout.MilvusRow.of(row), **extra)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -19,6 +19,7 @@ from mx_rag.errors import ParameterError, StorageError
 from mx_rag.storage.validation import POST_FILTER_FETCH, POST_FILTER_MIN_IDS, check_filter, check_ids, check_k
 from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
+from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
 from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, METRIC_TYPES, SPARSE_MODES
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore, as_matrix
@@ -44,7 +45,7 @@ def _pymilvus() -> Any:
     return pymilvus
 
 
-class MilvusDB(VectorStore):
+class MilvusDB(VectorStore, MilvusCollection):
     """Vectors in a Milvus collection: ``id`` (INT64 key), ``vector``/``sparse_vector``, ``document_id``.
 
     ``document`` and ``metadata`` (given to ``add``) are stored as dynamic fields. Searches honour
@@ -100,14 +101,6 @@ class MilvusDB(VectorStore):
         store = MilvusDB(**options)
         store.create_collection(x_dim=x_dim, params=params)
         return store
-
-    @property
-    def client(self) -> Any:
-        return self._client
-
-    @property
-    def collection_name(self) -> str:
-        return self._collection
 
     @property
     def search_mode(self) -> SearchMode:
@@ -414,15 +407,6 @@ class MilvusDB(VectorStore):
         return int(rows[0]["count(*)"]) if rows else 0
 
     # -- internals -------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _call(self, action: str, *, write: bool = False) -> Iterator[None]:
-        lite = write and schema_.is_lite(self._server_version())
-        try:
-            with schema_.lite_write_lock(self._client) if lite else contextlib.nullcontext():
-                yield
-        except self._error as exc:
-            raise StorageError(f"Milvus {action} on collection {self._collection!r} failed: {exc}") from exc
 
     def _open_existing(self) -> None:
         """Load the collection once it has an index per vector field (waiting up to INDEX_WAIT_S).
