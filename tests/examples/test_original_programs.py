@@ -99,10 +99,14 @@ def test_langgraph_data_side(services: ScriptedServer, tmp_path: Path) -> None:
     failed = upload_files(knowledge_db, knowledge_files, loader_mng=loader_mng,
                           embed_func=embedding.embed_documents, force=True)
     assert failed == []
-    # create_hybrid_search_retriever (its EnsembleRetriever of one retriever, weight 1.0, is that retriever)
+    # create_hybrid_search_retriever: LangChain's EnsembleRetriever over our Retriever (langchain 1.x keeps it
+    # in langchain_classic; the program imports it from langchain.retrievers, its 0.x home)
+    from langchain_classic.retrievers import EnsembleRetriever
+
     retriever = Retriever(vector_store=vector_store, document_store=chunk_store, embed_func=embedding.embed_documents,
                           k=10, score_threshold=0.4)
-    docs = retriever.invoke("How do I install MindIE on Ascend?")
+    hybrid = EnsembleRetriever(retrievers=[retriever], weights=[1.0])
+    docs = hybrid.invoke("How do I install MindIE on Ascend?")
     assert docs and "MindIE" in docs[0].page_content
     ranked = reranker.rerank_top_k(docs, reranker.rerank("install MindIE", [d.page_content for d in docs]))
     assert len(ranked) <= 3 and "MindIE" in ranked[0].page_content
