@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mx_rag.utils.lazy import parse_source
+
 SOURCE = Path(__file__).resolve().parents[1] / "mx_rag"
 
 # (importer, imported) -> the only function that may hold the import (TYPE_CHECKING imports of
@@ -106,7 +108,7 @@ def _imports_of(name: str) -> list[Import]:
             function = node.name
         walk(node, function, type_checking)
 
-    walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), None, False)
+    walk(parse_source(path.read_text(encoding="utf-8"), str(path)), None, False)
     return found
 
 

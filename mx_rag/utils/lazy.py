@@ -44,13 +44,32 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from mx_rag.errors import ExtraNotInstalledError
 
-__all__ = ["check_extra", "extra_import", "lazy_exports", "lazy_package"]
+__all__ = ["check_extra", "extra_import", "lazy_exports", "lazy_package", "parse_source"]
+
+# CPython before 3.11.8 / 3.12.1 keeps one recursion counter for building ``ast`` objects per
+# interpreter, so two threads parsing at once can fail with "SystemError: AST constructor
+# recursion depth mismatch" (CPython gh-106905). Packages are imported from server threads, so
+# every parse here goes through one lock, and a clash with a parse elsewhere is retried.
+_PARSE_LOCK = threading.Lock()
+_PARSE_TRIES = 3
+
+
+def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse`` that is safe to call from several threads on every supported Python."""
+    with _PARSE_LOCK:
+        for _ in range(_PARSE_TRIES - 1):
+            try:
+                return ast.parse(source, filename)
+            except SystemError:
+                continue
+        return ast.parse(source, filename)
 
 
 def lazy_exports(
@@ -118,7 +137,7 @@ def lazy_package(
     if source is None:
         raise ValueError(f"lazy_package needs the source of {module_globals['__name__']!r}")
     exports: dict[str, str] = {}
-    for node in ast.parse(source).body:
+    for node in parse_source(source).body:
         if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
             continue
         for stmt in node.body:

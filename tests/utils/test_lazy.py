@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
 import types
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+import mx_rag.utils.lazy as lazy_module
 from mx_rag.errors import ExtraNotInstalledError
-from mx_rag.utils.lazy import check_extra, extra_import, lazy_exports, lazy_package
+from mx_rag.utils.lazy import check_extra, extra_import, lazy_exports, lazy_package, parse_source
 
 PACKAGE = "lazy_pkg_for_tests"
 
@@ -199,3 +202,13 @@ def test_the_helper_module_is_light() -> None:
     code = "import sys, mx_rag.utils.lazy; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert not [m for m in out.split() if m.split(".")[0] in ("torch", "transformers", "httpx", "langchain_core")]
+
+
+def test_parse_source_from_many_threads_at_once() -> None:
+    # CPython 3.11.7 shares one ast recursion counter between threads (gh-106905); parse_source
+    # must return the same tree in every thread however the parses interleave
+    source = Path(lazy_module.__file__).read_text(encoding="utf-8")
+    expected = ast.dump(ast.parse(source))
+    with ThreadPoolExecutor(8) as pool:
+        dumps = list(pool.map(lambda _: ast.dump(parse_source(source)), range(64)))
+    assert dumps == [expected] * 64
