@@ -89,19 +89,6 @@ def _norm(cell: str | None) -> str:
     return "".join((cell or "").split())
 
 
-def _markdown_tables(text: str) -> list[list[list[str]]]:
-    tables: list[list[list[str]]] = []
-    previous = False
-    for line in text.splitlines():
-        row = line.startswith("|") and line.endswith("|")
-        if row and not set(line) <= set("|- "):
-            if not previous:
-                tables.append([])
-            tables[-1].append([cell.strip().replace("\\|", "|") for cell in line[1:-1].split(" | ")])
-        previous = row
-    return tables
-
-
 def _cells_found(truth: list[list[str | None]], found: list[list[str]]) -> tuple[int, int]:
     """(cells of ``truth`` found in ``found``, cells compared): rows matched by their first cell."""
     by_key = {_norm(row[0]): row for row in found if row}
@@ -136,9 +123,10 @@ def _score(found_per_file: dict[str, list[list[list[str]]]]) -> dict[str, float 
 
 def _mx_rag(path: Path) -> tuple[int, list[list[list[str]]]]:
     from mx_rag.document.loader import PdfLoader
+    from mx_rag.document.loader._layout import read_markdown_tables
 
     pages = PdfLoader(str(path)).load()
-    return len(pages), [table for page in pages for table in _markdown_tables(page.page_content)]
+    return len(pages), [table for page in pages for table in read_markdown_tables(page.page_content)]
 
 
 def _mx_rag_no_tables(path: Path) -> tuple[int, list[list[list[str]]]]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mx_rag.errors import ParameterError
-from mx_rag.knowledge.ingest import FileEvent, IngestReport, _Job, _plan
+from mx_rag.knowledge.ingest import FileEvent, FileJob, IngestReport, plan_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.models import PENDING
 from mx_rag.utils.checks import check_int
@@ -135,13 +135,13 @@ class _Commits:
 
     def __init__(self, knowledge: KnowledgeDB, report: IngestReport, progress: Callable[[FileEvent], None] | None):
         self.knowledge, self.report, self.progress = knowledge, report, progress
-        self.jobs: dict[int, _Job] = {}
+        self.jobs: dict[int, FileJob] = {}
         self.replaces: dict[int, int] = {}  # staged new version -> the document it replaces
         self.written: dict[int, set[int]] = defaultdict(set)
         self.total: dict[int, int] = {}
         self.done: set[int] = set()
 
-    def register(self, job: _Job) -> int:
+    def register(self, job: FileJob) -> int:
         registry, name, user = self.knowledge.knowledge_store, self.knowledge.knowledge_name, self.knowledge.user_id
         current = registry.find_document(name, str(job.path), user) if job.replaces else None
         if current is not None:
@@ -203,7 +203,7 @@ def _wave(ray: Any, knowledge: KnowledgeDB, files: list[str], report: IngestRepo
 
     loader_factory, embedder_factory, stores_factory, dimension = parts
     before = len(report.unchanged)
-    jobs = _plan(knowledge, files, True, report)
+    jobs = plan_files(knowledge, files, True, report)
     for given in report.unchanged[before:]:
         if progress is not None:
             progress(FileEvent(given, "unchanged"))

@@ -32,7 +32,7 @@ from mx_rag.utils.common import MAX_FILE_SIZE
 from mx_rag.utils.file_check import check_file
 from mx_rag.utils.tracing import stage
 
-__all__ = ["FileEvent", "IngestReport", "ingest_files", "prune_documents"]
+__all__ = ["FileEvent", "FileJob", "IngestReport", "ingest_files", "plan_files", "prune_documents"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +80,9 @@ class _Stop(Protocol):
 
 
 @dataclass
-class _Job:
+class FileJob:
+    """One file to ingest: the path as given, resolved, its content hash, and whether it replaces a stored version."""
+
     given: str
     path: Path
     digest: str
@@ -120,10 +122,10 @@ def ingest_files(
     """
     report = IngestReport()
     tell = _Teller(report, progress, on_stored)
-    jobs = _plan(knowledge, files, force, report)
+    jobs = plan_files(knowledge, files, force, report)
     for given in report.unchanged:
         tell(FileEvent(given, "unchanged"))
-    batch: list[tuple[_Job, list[Document]]] = []
+    batch: list[tuple[FileJob, list[Document]]] = []
     for handled, (job, outcome) in enumerate(_parsed(jobs, loader_mng, parse_workers), start=1):
         if isinstance(outcome, OcrUnavailableError):
             tell.skipped(job.given, str(outcome))
@@ -167,7 +169,7 @@ class _Teller:
         self.report.skipped[given] = reason
         self(FileEvent(given, "skipped", reason=reason))
 
-    def stored(self, job: _Job, docs: list[Document]) -> None:
+    def stored(self, job: FileJob, docs: list[Document]) -> None:
         if self.on_stored is not None:
             self.on_stored(job.path, docs)
         (self.report.replaced if job.replaces else self.report.added).append(job.given)
@@ -178,7 +180,7 @@ class _Teller:
         self(FileEvent(job.given, "replaced" if job.replaces else "added", chunks=len(docs), ocr_pages=ocr))
 
 
-def _plan(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport) -> list[_Job]:
+def plan_files(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport) -> list[FileJob]:
     """Check every path before anything is stored; sort files into new, changed and unchanged."""
     if not isinstance(files, (list, tuple)) or not all(isinstance(f, (str, Path)) for f in files):
         raise fail("files", files, "a list of file paths")
@@ -197,20 +199,20 @@ def _plan(knowledge: KnowledgeDB, files: Any, force: bool, report: IngestReport)
         if stored.get(str(path)) == digest:
             report.unchanged.append(str(given))
         else:
-            jobs.append(_Job(str(given), path, digest, replaces=str(path) in stored))
+            jobs.append(FileJob(str(given), path, digest, replaces=str(path) in stored))
     return jobs
 
 
-def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_Job, list[Document] | Exception]]:
+def _parsed(jobs: list[FileJob], loader_mng: Any, workers: int) -> Iterator[tuple[FileJob, list[Document] | Exception]]:
     """Each job with its chunks (or the error), in order, parsed ``PREFETCH`` files ahead."""
 
-    def load(job: _Job) -> list[Document]:
+    def load(job: FileJob) -> list[Document]:
         docs = [d for d in loader_mng.load_and_split(str(job.path)) if d.page_content.strip()]
         if not docs:
             raise DocumentError(f"{job.path.name}: no text could be extracted")
         return docs
 
-    pending: deque[tuple[_Job, Future[list[Document]]]] = deque()
+    pending: deque[tuple[FileJob, Future[list[Document]]]] = deque()
     queue = iter(jobs)
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mx_rag-parse")
     try:
@@ -233,7 +235,7 @@ def _parsed(jobs: list[_Job], loader_mng: Any, workers: int) -> Iterator[tuple[_
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _store(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], embed_func: Any, tell: _Teller) -> None:
+def _store(knowledge: KnowledgeDB, batch: list[tuple[FileJob, list[Document]]], embed_func: Any, tell: _Teller) -> None:
     """Embed a batch in one call and store it in one write; isolate failing files if that fails.
 
     A malformed result of ``embed_func`` is an argument error and raises; an embedder or store
@@ -273,7 +275,7 @@ def _store(knowledge: KnowledgeDB, batch: list[tuple[_Job, list[Document]]], emb
 
 def _store_failed(
     knowledge: KnowledgeDB,
-    batch: list[tuple[_Job, list[Document]]],
+    batch: list[tuple[FileJob, list[Document]]],
     embed_func: Any,
     tell: _Teller,
     exc: Exception,

@@ -307,17 +307,8 @@ class KnowledgeStore:
             member = self._require(session, knowledge_name, user_id, admin=True)
             if self._find_docs(session, member.knowledge_id, file_path):
                 raise KnowledgeConflict(f"document {file_path!r} is already in knowledge base {knowledge_name!r}")
-            row = DocumentModel(
-                knowledge_id=member.knowledge_id,
-                knowledge_name=knowledge_name,
-                document_name=doc_name,
-                document_file_path=file_path,
-                status=status,
-                content_hash=content_hash,
-            )
-            session.add(row)
-            session.flush()
-            return row.document_id
+            return self._insert_doc(session, member.knowledge_id, knowledge_name, doc_name, file_path, status,
+                                    content_hash)
 
     def delete_doc_info(self, knowledge_name: str, doc_name: str, user_id: str) -> int | None:
         """Remove a document's row (admins only); return its id, or None if it is not there."""
@@ -370,18 +361,8 @@ class KnowledgeStore:
         check_str("file_path", file_path, 1, 4096)
         with self._session(changes=True) as session:
             member = self._require(session, knowledge_name, user_id, admin=True)
-            row = DocumentModel(
-                knowledge_id=-member.knowledge_id,
-                knowledge_name=knowledge_name,
-                document_name=os.path.basename(file_path),
-                document_file_path=file_path,
-                status=PENDING,
-                content_hash=content_hash,
-                replaces=replaces,
-            )
-            session.add(row)
-            session.flush()
-            return row.document_id
+            return self._insert_doc(session, -member.knowledge_id, knowledge_name, os.path.basename(file_path),
+                                    file_path, PENDING, content_hash, replaces)
 
     def commit_documents(self, ready: list[int], promoted: list[int]) -> None:
         """One transaction: ``ready`` become ready; each staged document in ``promoted`` takes the
@@ -447,6 +428,17 @@ class KnowledgeStore:
         if admin and member.role != "admin":
             raise PermissionDenied(f"{user_id!r} is not an admin of knowledge base {knowledge_name!r}")
         return member
+
+    @staticmethod
+    def _insert_doc(session: Session, knowledge_id: int, knowledge_name: str, doc_name: str, file_path: str,
+                    status: str, content_hash: str | None, replaces: int | None = None) -> int:
+        """Add a document row (a staged version has ``knowledge_id`` negated) and return its id."""
+        row = DocumentModel(knowledge_id=knowledge_id, knowledge_name=knowledge_name, document_name=doc_name,
+                            document_file_path=file_path, status=status, content_hash=content_hash,
+                            replaces=replaces)
+        session.add(row)
+        session.flush()
+        return row.document_id
 
     @staticmethod
     def _find_docs(session: Session, knowledge_id: int, file_path: str) -> list[DocumentModel]:

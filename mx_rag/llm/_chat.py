@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.llms import LLM
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -53,6 +54,20 @@ class ChatModel(ParameterErrorInit, LLM):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "model_name": self.model_name}
+
+    def _call(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """LangChain entry: one user turn made of ``prompt`` (see ``_prompt_messages``)."""
+        return self._complete(self._prompt_messages(prompt), self.llm_config, stop)
+
+    def _prompt_messages(self, prompt: str) -> list[dict[str, Any]]:
+        """The messages a LangChain ``prompt`` is sent as (each model checks it its own way)."""
+        raise NotImplementedError
 
     def _resolve(self, role: str, sys_messages: Any, llm_config: Any) -> tuple[list[dict], LLMParameterConfig]:
         check_str("role", role, 1, MAX_ROLE_LEN)

@@ -7,7 +7,6 @@ import base64
 import binascii
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from pydantic import Field
 
 from mx_rag.llm._chat import ChatModel
@@ -79,17 +78,12 @@ class Img2TextLLM(ChatModel):
         image = check_image_url(image_url)
         text = check_optional_str("prompt", prompt, 1, MAX_PROMPT_LENGTH) or self.prompt
         messages, config = self._resolve(role, sys_messages, llm_config)
-        content = [{"type": "text", "text": text}, {"type": "image_url", "image_url": image}]
-        return self._complete(build_messages(messages, role, content), config)
+        return self._complete(build_messages(messages, role, _image_content(text, image)), config)
 
-    def _call(
-        self,
-        prompt: str,
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> str:
-        """LangChain entry: ``prompt`` is the image as a ``data:image/...;base64,...`` URL."""
-        image = check_image_url({"url": prompt})
-        content = [{"type": "text", "text": self.prompt}, {"type": "image_url", "image_url": image}]
-        return self._complete(build_messages([], "user", content), self.llm_config, stop)
+    def _prompt_messages(self, prompt: str) -> list[dict[str, Any]]:
+        """LangChain's ``prompt`` is the image as a ``data:image/...;base64,...`` URL."""
+        return build_messages([], "user", _image_content(self.prompt, check_image_url({"url": prompt})))
+
+
+def _image_content(text: str, image: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}, {"type": "image_url", "image_url": image}]

@@ -57,9 +57,7 @@ class Text2TextLLM(ChatModel):
 
         An answer cut at ``max_tokens`` ends with ``"......"`` (as in the original).
         """
-        check_str("query", query, 1, LLM_TEXT_MAX_LEN)
-        messages, config = self._resolve(role, sys_messages, llm_config)
-        return self._complete(build_messages(messages, role, query), config)
+        return self._complete(*self._request(query, sys_messages, role, llm_config))
 
     def chat_streamly(
         self,
@@ -83,21 +81,21 @@ class Text2TextLLM(ChatModel):
         Raises ``RemoteResponseError`` after the deltas received if the stream breaks off before
         the answer is finished; an answer cut at ``max_tokens`` ends with a ``"......"`` delta.
         """
+        return self._deltas(*self._request(query, sys_messages, role, llm_config))
+
+    def _request(
+        self, query: str, sys_messages: Any, role: str, llm_config: Any
+    ) -> tuple[list[dict[str, Any]], LLMParameterConfig]:
+        """The messages and generation settings of one ``chat``/``chat_deltas`` call."""
         check_str("query", query, 1, LLM_TEXT_MAX_LEN)
         messages, config = self._resolve(role, sys_messages, llm_config)
-        return self._deltas(build_messages(messages, role, query), config)
+        return build_messages(messages, role, query), config
 
     # -- LangChain ---------------------------------------------------------------------------
 
-    def _call(
-        self,
-        prompt: str,
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> str:
+    def _prompt_messages(self, prompt: str) -> list[dict[str, Any]]:
         check_str("prompt", prompt, 1, LLM_TEXT_MAX_LEN)
-        return self._complete(build_messages([], "user", prompt), self.llm_config, stop)
+        return build_messages([], "user", prompt)
 
     def _stream(
         self,
@@ -107,8 +105,7 @@ class Text2TextLLM(ChatModel):
         **kwargs: Any,
     ) -> Iterator[GenerationChunk]:
         """LangChain streams deltas (``chat_streamly`` keeps the documented cumulative text)."""
-        check_str("prompt", prompt, 1, LLM_TEXT_MAX_LEN)
-        for delta in self._deltas(build_messages([], "user", prompt), self.llm_config, stop):
+        for delta in self._deltas(self._prompt_messages(prompt), self.llm_config, stop):
             if run_manager is not None:
                 run_manager.on_llm_new_token(delta)
             yield GenerationChunk(text=delta)

@@ -6,7 +6,6 @@ server tests and the suite's PostgreSQL. Skipped only where Ray is not installed
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,13 +59,5 @@ class Stack:
 
 @pytest.fixture
 def stack(milvus_server: MilvusServer, postgres_schema_url: str, tmp_path: Path) -> Iterator[Stack]:
-    from pymilvus import MilvusClient
-
-    collection = f"ray_{uuid.uuid4().hex[:12]}"
-    yield Stack(tmp_path / "data", postgres_schema_url, milvus_server.uri, collection)
-    client = MilvusClient(uri=milvus_server.uri)
-    try:
-        if client.has_collection(collection):
-            client.drop_collection(collection)
-    finally:
-        client.close()
+    with milvus_server.scratch_collection("ray") as collection:
+        yield Stack(tmp_path / "data", postgres_schema_url, milvus_server.uri, collection)

@@ -14,22 +14,9 @@ from doc_helpers import DOCS
 
 from mx_rag.document.loader import PdfLoader
 from mx_rag.document.loader import pdf_loader as pdf_module
+from mx_rag.document.loader._layout import markdown_table, read_markdown_tables
 from mx_rag.document.loader._pdf_tables import Table, page_tables
 from mx_rag.document.loader.pdf_loader import splice_tables
-
-
-def _tables(text: str) -> list[list[list[str]]]:
-    """The Markdown tables of a text as grids (header row first, rule line left out)."""
-    tables: list[list[list[str]]] = []
-    previous = False
-    for line in text.splitlines():
-        row = line.startswith("|") and line.endswith("|")
-        if row and not set(line) <= set("|- "):
-            if not previous:
-                tables.append([])
-            tables[-1].append([cell.strip() for cell in line[1:-1].split(" | ")])
-        previous = row
-    return tables
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +44,7 @@ _ALL = _WITH_TABLES + _WITHOUT
 
 def test_bordered_and_three_rule_tables(loaded: dict[str, list[str]]) -> None:
     [page] = loaded["tables-generated.pdf"]
-    region, cities = _tables(page)
+    region, cities = read_markdown_tables(page)
     assert region == [
         ["Region", "Q1", "Q2", "Notes"],
         ["North", "120", "135", "Two new shops opened in the spring, one near the station and one by the harbour"],
@@ -80,7 +67,7 @@ def test_two_columns_of_prose_between_rules_stay_text(loaded: dict[str, list[str
 
 def test_numeric_table_of_a_data_paper(loaded: dict[str, list[str]]) -> None:
     [page] = loaded["embedded-images-tables.pdf"]
-    [table] = _tables(page)
+    [table] = read_markdown_tables(page)
     assert table[0] == ["Inhibitor concentration (g)", "bc (V/dec)", "ba (V/dec)", "Ecorr (V)", "icorr (A/cm2 )",
                         "Polarization resistance (Ω)", "Corrosion rate (mm/year)"]
     assert [row[0] for row in table[1:]] == ["0", "2", "4", "6", "8", "10"]
@@ -92,7 +79,7 @@ def test_numeric_table_of_a_data_paper(loaded: dict[str, list[str]]) -> None:
 def test_two_column_brochure_gives_a_table_per_column_and_keeps_its_prose(
         loaded: dict[str, list[str]], plain: dict[str, list[str]]) -> None:
     [page], [control] = loaded["korean-text-with-tables.pdf"], plain["korean-text-with-tables.pdf"]
-    left, right = _tables(page)
+    left, right = read_markdown_tables(page)
     assert left == [["업종", "적립 대상"], ["할인점", "이마트, 이마트 트레이더스, 롯데마트, 홈플러스"],
                     ["주유", "모든 주유소"],
                     ["온라인쇼핑몰", "삼성카드 쇼핑, G마켓, 옥션, 11번가, 인터파크, 쿠팡, 티몬, 위메프"]]
@@ -106,15 +93,15 @@ def test_two_column_brochure_gives_a_table_per_column_and_keeps_its_prose(
 
 def test_stacked_tables_note_boxes_and_a_table_below_a_note(loaded: dict[str, list[str]]) -> None:
     stacked, below_note, notes = loaded["debian-reference-zh-cn-tables.pdf"]
-    first, second = _tables(stacked)
+    first, second = read_markdown_tables(stacked)
     assert first[0] == ["软件包", "流行度", "大小", "说明"] and first[2] == ["sudo", "V:638, I:823", "5990",
                                                                        "给普通用户授予部分 root 权限的程序"]
     assert second[-1] == ["debian-faq I:850", "790", "Debian 常见问题"]
     assert "Table 1.1: 有趣的文本模式程序包列表\n您也可以考虑阅读一些其他的信息文档。\n| 软件包" in stacked
-    [keys] = _tables(below_note)
+    [keys] = read_markdown_tables(below_note)
     assert keys[:3] == [["快捷键", "描述"], ["Ctrl-U", "删除光标前到行首的字符"], ["Ctrl-H", "删除光标前的一个字符"]]
     assert "提示" in below_note and not any("提示" in cell for row in keys for cell in row)
-    assert _tables(notes) == []
+    assert read_markdown_tables(notes) == []
 
 
 @pytest.mark.parametrize("name", _WITHOUT)
@@ -130,6 +117,12 @@ def test_table_is_left_as_text_when_its_lines_are_not_found() -> None:
     assert splice_tables("Intro\nsomething else\nOutro", [table]) == "Intro\nsomething else\nOutro"
     # a line of other text inside the run stops it: that line is never swallowed
     assert splice_tables("Name Age\nAnn 41\nA long sentence of other words\nBob 37", [table]).count("|") == 0
+
+
+def test_markdown_tables_read_back_as_written() -> None:
+    first, second = [["Name", "a|b"], ["Ann", "41"]], [["Key"], ["x"]]
+    text = f"Intro\n{markdown_table(first)}\nbetween\n{markdown_table(second)}"
+    assert read_markdown_tables(text) == [first, second]
 
 
 def test_page_tables_on_a_page_without_rules(docs: Path) -> None:

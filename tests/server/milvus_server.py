@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,23 @@ class MilvusServer:
 
     def log_tail(self, chars: int = 4000) -> str:
         return log_tail(self.data_dir, chars)
+
+    @contextlib.contextmanager
+    def scratch_collection(self, prefix: str) -> Iterator[str]:
+        """A new collection name, ``prefix`` and 12 hex digits; the collection, if a test made it,
+        is dropped afterwards."""
+        from pymilvus import MilvusClient
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        try:
+            yield name
+        finally:
+            client = MilvusClient(uri=self.uri)
+            try:
+                if client.has_collection(name):
+                    client.drop_collection(name)
+            finally:
+                client.close()
 
 
 def installed_version() -> str | None:

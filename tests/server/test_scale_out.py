@@ -129,14 +129,8 @@ def llm() -> Iterator[ScriptedServer]:
 def shared(milvus_server: MilvusServer, postgres_schema_url: str, llm: ScriptedServer,
            tmp_path: Path) -> Iterator[Shared]:
     """One data folder, a fresh PostgreSQL schema and a fresh Milvus collection (dropped after)."""
-    collection = f"scale_{uuid.uuid4().hex[:12]}"
-    yield Shared(tmp_path / "data", postgres_schema_url, milvus_server.uri, collection, llm.url("/v1"))
-    client = MilvusClient(uri=milvus_server.uri)
-    try:
-        if client.has_collection(collection):
-            client.drop_collection(collection)
-    finally:
-        client.close()
+    with milvus_server.scratch_collection("scale") as collection:
+        yield Shared(tmp_path / "data", postgres_schema_url, milvus_server.uri, collection, llm.url("/v1"))
 
 
 def serving(stack: ExitStack, shared: Shared, *workers: int) -> list[str]:

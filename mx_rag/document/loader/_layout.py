@@ -26,7 +26,16 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Line", "drop_running_lines", "join_words", "markdown_table", "page_text", "split_tables", "text_rows"]
+__all__ = [
+    "Line",
+    "drop_running_lines",
+    "join_words",
+    "markdown_table",
+    "page_text",
+    "read_markdown_tables",
+    "split_tables",
+    "text_rows",
+]
 
 _CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _PAGE_NUMBER = re.compile(r"^\W*(?:page|p\.|第)?\s*(\d{1,5})\s*(?:页|/\s*\d+|of\s+\d+)?\W*$", re.IGNORECASE)
@@ -257,6 +266,21 @@ def markdown_table(grid: list[list[str]]) -> str:
         return "| " + " | ".join(cells) + " |"
 
     return "\n".join([line(grid[0]), "|" + " --- |" * width, *(line(row) for row in grid[1:])])
+
+
+def read_markdown_tables(text: str) -> list[list[list[str]]]:
+    """The Markdown tables of ``text`` as grids, the inverse of ``markdown_table``: the header row
+    first, the rule line left out, escaped pipes restored."""
+    tables: list[list[list[str]]] = []
+    previous = False
+    for line in text.splitlines():
+        row = line.startswith("|") and line.endswith("|")
+        if row and not set(line) <= set("|- "):
+            if not previous:
+                tables.append([])
+            tables[-1].append([cell.strip().replace("\\|", "|") for cell in line[1:-1].split(" | ")])
+        previous = row
+    return tables
 
 
 def drop_running_lines(pages: list[str]) -> tuple[list[str], list[str | None]]:

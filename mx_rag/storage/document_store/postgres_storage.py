@@ -51,13 +51,8 @@ class PostgresDocstore(_SqlDocstore):
     def __init__(self, url_or_engine: str | URL | Engine, table_name: str = "chunks_table",
                  encrypt_fn: TextFn | None = None, decrypt_fn: TextFn | None = None) -> None:
         engine, owns_engine = postgres_engine(url_or_engine)
-        try:
-            super().__init__(engine, TsvectorIndex(table_name), table_name=table_name, encrypt_fn=encrypt_fn,
-                             decrypt_fn=decrypt_fn, owns_engine=owns_engine)
-        except BaseException:
-            if owns_engine:
-                engine.dispose()
-            raise
+        super().__init__(engine, TsvectorIndex(table_name), table_name=table_name, encrypt_fn=encrypt_fn,
+                         decrypt_fn=decrypt_fn, owns_engine=owns_engine)
 
     def upsert(self, documents: Sequence[MxDocument], document_id: int, chunk_ids: Sequence[int]) -> None:
         """Write chunks of one document under ids the caller chose, in one transaction: a chunk

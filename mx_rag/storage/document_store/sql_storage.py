@@ -76,7 +76,7 @@ class _SqlDocstore(Docstore, Closable):
         table_name: name of the chunk table.
         encrypt_fn: applied to chunk text before it is written (``str -> str``).
         decrypt_fn: applied to chunk text after it is read (``str -> str``).
-        owns_engine: dispose of the engine in :meth:`close`.
+        owns_engine: dispose of the engine in :meth:`close`, and here when the store cannot be set up.
     """
 
     _refuses_nul = False  # PostgreSQL text cannot hold NUL characters
@@ -91,16 +91,21 @@ class _SqlDocstore(Docstore, Closable):
         decrypt_fn: TextFn | None = None,
         owns_engine: bool = True,
     ) -> None:
-        check_pattern("table_name", table_name, TABLE_NAME_PATTERN)
-        nul_free = engine.dialect.name if self._refuses_nul else None
-        self._codec = ChunkCodec(encrypt_fn, decrypt_fn, nul_free)
         self._engine = engine
         self._owns_engine = owns_engine
-        self._full_text = full_text
-        self._table = chunk_table(table_name, full_text.schema())
-        self._row_columns = [self._table.c[name] for name in ROW_COLUMNS]
-        self._ids_sql: dict[int, str] = {}  # search_many's SQL per id count (see _select_ids_sql)
-        self._create_schema()
+        try:
+            check_pattern("table_name", table_name, TABLE_NAME_PATTERN)
+            nul_free = engine.dialect.name if self._refuses_nul else None
+            self._codec = ChunkCodec(encrypt_fn, decrypt_fn, nul_free)
+            self._full_text = full_text
+            self._table = chunk_table(table_name, full_text.schema())
+            self._row_columns = [self._table.c[name] for name in ROW_COLUMNS]
+            self._ids_sql: dict[int, str] = {}  # search_many's SQL per id count (see _select_ids_sql)
+            self._create_schema()
+        except BaseException:
+            if owns_engine:
+                engine.dispose()
+            raise
 
     # --------------------------------------------------------------------------------------------
     # plumbing

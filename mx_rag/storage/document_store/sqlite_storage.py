@@ -52,13 +52,8 @@ class SQLiteDocstore(_SqlDocstore):
     def __init__(self, db_path: str | os.PathLike[str], encrypt_fn: TextFn | None = None,
                  decrypt_fn: TextFn | None = None) -> None:
         self._db_path = check_writable_parent("db_path", db_path)
-        engine = sqlite_engine(self._db_path)
-        try:
-            super().__init__(engine, Fts5Index(TABLE_NAME), table_name=TABLE_NAME, encrypt_fn=encrypt_fn,
-                             decrypt_fn=decrypt_fn)
-        except BaseException:
-            engine.dispose()
-            raise
+        super().__init__(sqlite_engine(self._db_path), Fts5Index(TABLE_NAME), table_name=TABLE_NAME,
+                         encrypt_fn=encrypt_fn, decrypt_fn=decrypt_fn)
 
     @property
     def db_path(self) -> Path:
