@@ -125,16 +125,7 @@ class _Reader:
     def array(self) -> tuple[list[Any], bool]:
         self.pos += 1
         items: list[Any] = []
-        while True:
-            char = self.peek()
-            if char == "":
-                return items, False
-            if char in "]}":
-                self.pos += 1
-                return items, True
-            if char in _COMMA:
-                self.pos += 1
-                continue
+        while (closed := self.next_member()) is None:
             item, complete = self.value()
             if not complete:
                 if isinstance(item, list):
@@ -142,20 +133,12 @@ class _Reader:
                 return items, False
             if item is not _SKIP:
                 items.append(item)
+        return items, closed
 
     def obj(self) -> tuple[dict[str, Any], bool]:
         self.pos += 1
         members: dict[str, Any] = {}
-        while True:
-            char = self.peek()
-            if char == "":
-                return members, False
-            if char in "}]":
-                self.pos += 1
-                return members, True
-            if char in _COMMA:
-                self.pos += 1
-                continue
+        while (closed := self.next_member()) is None:
             key, complete = self.value()
             if not complete:
                 return members, False
@@ -169,6 +152,18 @@ class _Reader:
                     members[str(key)] = value
                 return members, False
             members[str(key)] = value
+        return members, closed
+
+    def next_member(self) -> bool | None:
+        """Skip commas; None where a member follows, True past a closing bracket, False at the end."""
+        while (char := self.peek()) in _COMMA and char:
+            self.pos += 1
+        if char == "":
+            return False
+        if char in "]}":
+            self.pos += 1
+            return True
+        return None
 
     def string(self) -> tuple[str, bool]:
         opener = self.text[self.pos]
