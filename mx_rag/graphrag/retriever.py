@@ -53,6 +53,7 @@ from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
+from mx_rag.graphrag.second_hop import BRIDGE_NAMES, HOP_TOP_K, hop_query, rrf_scores
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
@@ -68,7 +69,6 @@ MODES = ("graph", "mix", "local")
 MAX_CONTEXTS = 1000  # the range of reranker_top_k (GraphRAGPipeline.as_retriever), and of a call's k
 MAX_NGRAM_WORDS = 6
 NGRAM_SCAN_CHARS = 2000
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al., 2009)
 SYNONYM_SEEDS = 8  # linked entities whose synonyms are looked up
 SYNONYM_K = 5  # nearest names looked at per linked entity
 ENTITIES_PER_DOCUMENT = 8  # metadata["entities"] of a returned passage
@@ -125,11 +125,12 @@ class GraphRetriever(CallSettingsRetriever):
     fact_ends: Callable[[list[int]], Mapping[int, tuple[str, str]]] | None = None
     fact_top_k: int = 0
     name_links: bool = True
-    mix_weight: float = 0.6
-    dense_weight: float = 2.0
+    mix_weight: float = 0.75
+    dense_weight: float = 4.0
+    hop_weight: float = 10.0
     keyword_index: KeywordIndex | None = None
     keyword_top_k: int = 50
-    subject_links: int = 1
+    subject_links: int = 2
     concepts: Any = None  # a ConceptIndex (GraphRAGPipeline with conceptualize=True)
 
     @classmethod
@@ -197,13 +198,13 @@ class GraphRetriever(CallSettingsRetriever):
         ranking = rank_passages(self.graph, self.registry.entities_of, seeds, dense, self._synonyms(seeds), settings)
         chunks = ranking.chunks
         if self.mode == "mix":
-            fused: dict[str, float] = {}
-            lists = ((ranking.chunks, self.mix_weight), (fused_dense, (1.0 - self.mix_weight) * self.dense_weight),
-                     (self._keywords(query), 1.0 - self.mix_weight))  # fmt: skip
-            for ranked, weight in lists:
-                for rank, chunk in enumerate(ranked):
-                    fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
-            chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
+            keyword_weight = 1.0 - self.mix_weight
+            lists = [(list(ranking.chunks), self.mix_weight), (list(fused_dense), keyword_weight * self.dense_weight),
+                     (self._keywords(query), keyword_weight)]  # fmt: skip
+            chunks = rrf_scores(lists)
+            if self.hop_weight and chunks:
+                hop = self._second_hop(query, next(iter(chunks)))
+                chunks = rrf_scores([*lists, (hop, keyword_weight * self.hop_weight)])
         if self.subject_links:
             order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self._subjects)
             chunks = _non_increasing(order, chunks)
@@ -231,6 +232,23 @@ class GraphRetriever(CallSettingsRetriever):
         if self.keyword_index is None or not self.keyword_top_k:
             return []
         numbers = self.keyword_index.search(query, self.keyword_top_k)
+        chunks = self.registry.by_number(numbers)
+        return [chunks[n] for n in numbers if n in chunks]
+
+    def _second_hop(self, query: str, head: str) -> list[str]:
+        """Chunk ids of the best keyword matches of the second-hop query from the ``head`` passage
+        (``mx_rag.graphrag.second_hop``)."""
+        if self.keyword_index is None:
+            return []
+        record = self.registry.chunks([head]).get(head)
+        if record is None:
+            return []
+        asked = normalise_name(query)
+        names = [n for n in self.registry.entities_of([head]).get(head, []) if n not in asked]
+        nodes = self.graph.get_nodes(names)
+        labels = [nodes[n].label for n in names if n in nodes and len(nodes[n].sources) <= SUBJECT_MAX_SOURCES]
+        text = hop_query(query, record.text, labels[:BRIDGE_NAMES])
+        numbers = self.keyword_index.search(text, HOP_TOP_K) if text else []
         chunks = self.registry.by_number(numbers)
         return [chunks[n] for n in numbers if n in chunks]
 
