@@ -21,7 +21,10 @@ Three modes (``mode=``):
   weighted ``mix_weight``, the keyword ones ``1 - mix_weight`` and the dense ones
   ``dense_weight`` times that, like the default ``HybridRetriever`` (``keyword_top_k=0``: graph
   and dense only). The dense ranking fused is the ``max(dense_top_k, keyword_top_k)`` nearest
-  passages; the walk restarts at the first ``dense_top_k``.
+  passages; the walk restarts at the first ``dense_top_k``. Then the second hop
+  (``mx_rag.graphrag.second_hop``): the question's words that the best fused passage lacks and
+  the entities it names are searched by BM25, and those hits are fused in as a fourth ranking
+  weighted ``hop_weight`` times the keyword one (0: no second hop).
 * ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
