@@ -46,7 +46,7 @@ Run::
     .venv/bin/python bench/graph.py --sweep --modes graph,mix
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"fact_top_k": 5}'   # fact seeding
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"keyword_top_k": 0}'  # mix without keywords
-    .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"hop_weight": 0}'     # mix without the second hop
+    .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"hop_weight": 0}'  # no second hop
     .venv/bin/python bench/graph.py --quick --datasets hotpotqa --extractors offline,llm      # LLM extraction
 
 ``--extractors offline,llm`` builds a second graph over the same passages with ``LLMExtractor``

@@ -56,7 +56,7 @@ from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
-from mx_rag.graphrag.second_hop import BRIDGE_NAMES, HOP_TOP_K, hop_query, rrf_scores
+from mx_rag.graphrag.second_hop import rrf_scores, second_hop
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
@@ -206,7 +206,7 @@ class GraphRetriever(CallSettingsRetriever):
                      (self._keywords(query), keyword_weight)]  # fmt: skip
             chunks = rrf_scores(lists)
             if self.hop_weight and chunks:
-                hop = self._second_hop(query, next(iter(chunks)))
+                hop = second_hop(query, next(iter(chunks)), self.registry, self.graph, self.keyword_index)
                 chunks = rrf_scores([*lists, (hop, keyword_weight * self.hop_weight)])
         if self.subject_links:
             order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self._subjects)
@@ -235,23 +235,6 @@ class GraphRetriever(CallSettingsRetriever):
         if self.keyword_index is None or not self.keyword_top_k:
             return []
         numbers = self.keyword_index.search(query, self.keyword_top_k)
-        chunks = self.registry.by_number(numbers)
-        return [chunks[n] for n in numbers if n in chunks]
-
-    def _second_hop(self, query: str, head: str) -> list[str]:
-        """Chunk ids of the best keyword matches of the second-hop query from the ``head`` passage
-        (``mx_rag.graphrag.second_hop``)."""
-        if self.keyword_index is None:
-            return []
-        record = self.registry.chunks([head]).get(head)
-        if record is None:
-            return []
-        asked = normalise_name(query)
-        names = [n for n in self.registry.entities_of([head]).get(head, []) if n not in asked]
-        nodes = self.graph.get_nodes(names)
-        labels = [nodes[n].label for n in names if n in nodes and len(nodes[n].sources) <= SUBJECT_MAX_SOURCES]
-        text = hop_query(query, record.text, labels[:BRIDGE_NAMES])
-        numbers = self.keyword_index.search(text, HOP_TOP_K) if text else []
         chunks = self.registry.by_number(numbers)
         return [chunks[n] for n in numbers if n in chunks]
 

@@ -15,17 +15,17 @@ from mx_rag.graphrag.second_hop import hop_query, rrf_scores
 
 from .conftest import write_texts
 
-# the medal is in a passage that names the founder without opening with her name (no subject
-# link reaches it) and shares one word with the question; two distractors share more of it
+# the award is in a passage that names the founder without opening with her name (no subject link
+# reaches it) and shares no word with the question; the other companies' passages share several
 CORPUS = {
     "zentrix": "Zentrix Labs: Zentrix Labs is a robotics company in Oslo. It was started by Marta Okonkwo in 2011.",
-    "awards": "Nordic Engineering Awards: In 2019 the jury gave its gold medal to Marta Okonkwo for a walking robot.",
-    "orbis": "Orbis Robotics: Lena Fischer, the founder of Orbis Robotics, received the Munich robotics prize.",
-    "halvex": "Halvex Systems: Piotr Nowak, founder of the robotics company Halvex Systems, received a prize.",
-    "kestrel": "Kestrel Dynamics: The founder of Kestrel Dynamics received a silver plate from the city of Oslo.",
+    "awards": "Nordic Engineering Prizes: In 2019 the jury gave its gold medal to Marta Okonkwo for a walking robot.",
+    "office": "Zentrix Labs office: Zentrix Labs opened an office in Berlin in 2015.",
+    "orbis": "Orbis Robotics: Lena Fischer started Orbis Robotics, a robotics company in Munich, in 2009.",
+    "halvex": "Halvex Systems: Piotr Nowak started the robotics company Halvex Systems in Krakow.",
     "oslo": "Oslo: Oslo is the capital of Norway and home to many robotics companies.",
 }  # fmt: skip
-QUESTION = "Which medal did the founder of Zentrix Labs receive?"
+QUESTION = "Which award did the person who started Zentrix Labs receive?"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def _stems(docs: list) -> list[str]:  # type: ignore[type-arg]
 
 def test_the_hop_query_is_the_open_words_then_the_bridge_names() -> None:
     head = "Zentrix Labs: Zentrix Labs is a robotics company in Oslo. It was started by Marta Okonkwo."
-    assert hop_query(QUESTION, head, ["Marta Okonkwo"]) == "medal did founder receive Marta Okonkwo"
+    assert hop_query(QUESTION, head, ["Marta Okonkwo"]) == "award did person receive Marta Okonkwo"
     assert hop_query("Zentrix Labs?", head, []) == ""  # the head answers every word, and names nothing new
 
 
@@ -58,7 +58,7 @@ def test_rrf_scores_weighs_each_ranking() -> None:
 
 
 def test_the_second_hop_brings_the_bridge_passage_up(medal: GraphRAGPipeline) -> None:
-    """The founder's passage comes first; the medal passage, which names her, comes right after
+    """The founder's passage comes first; the prize passage, which names her, comes right after
     it with the second hop and below the distractors without it."""
     hop = _stems(medal.as_retriever(mode="mix", reranker_top_k=6).invoke(QUESTION))
     assert hop[:2] == ["zentrix", "awards"]
