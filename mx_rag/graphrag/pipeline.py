@@ -458,7 +458,7 @@ class GraphRAGPipeline:
                 0 to 1000. Default 1.0 (HippoRAG 2 uses 0.05; 1.0 measured best here).
             damping: probability that the walk follows an edge, [0, 0.99]. Default 0.5.
             synonym_threshold: name-embedding similarity that makes two entities synonyms,
-                [0, 1]; 1 turns synonyms off. Default 0.9.
+                [0, 1]; 1 turns synonyms off. Default 0.9 (``mix``: 1, off).
             fact_top_k: nearest facts whose entities are linked, 0 to 1000; 0 (default) links by
                 entity names only. The first retriever with facts embeds the graph's facts
                 (about 3 per passage), and later builds and deletions keep them in step.
