@@ -46,6 +46,7 @@ Run::
     .venv/bin/python bench/graph.py --sweep --modes graph,mix
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"fact_top_k": 5}'   # fact seeding
     .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"keyword_top_k": 0}'  # mix without keywords
+    .venv/bin/python bench/graph.py --keep-dir /tmp/graphs --options '{"hop_weight": 0}'  # no second hop
     .venv/bin/python bench/graph.py --quick --datasets hotpotqa --extractors offline,llm      # LLM extraction
 
 ``--extractors offline,llm`` builds a second graph over the same passages with ``LLMExtractor``
@@ -114,8 +115,9 @@ SWEEP: dict[str, list[Any]] = {
     "subgraph_depth": [1, 2],
     "dense_top_k": [10, 20, 50],
     "fact_top_k": [0, 5, 10],
-    "mix_weight": [0.3, 0.4, 0.5, 0.6, 0.7],
-    "dense_weight": [1.0, 2.0, 3.0],
+    "mix_weight": [0.5, 0.6, 0.75, 0.9],
+    "dense_weight": [2.0, 4.0, 6.0],
+    "hop_weight": [0.0, 5.0, 10.0, 20.0],
     "keyword_top_k": [0, 20, 30, 50],
     "subject_links": [0, 1, 2, 3, 5],
 }

@@ -458,24 +458,28 @@ class GraphRAGPipeline:
                 0 to 1000. Default 1.0 (HippoRAG 2 uses 0.05; 1.0 measured best here).
             damping: probability that the walk follows an edge, [0, 0.99]. Default 0.5.
             synonym_threshold: name-embedding similarity that makes two entities synonyms,
-                [0, 1]; 1 turns synonyms off. Default 0.9.
+                [0, 1]; 1 turns synonyms off. Default 0.9 (``mix``: 1, off).
             fact_top_k: nearest facts whose entities are linked, 0 to 1000; 0 (default) links by
                 entity names only. The first retriever with facts embeds the graph's facts
                 (about 3 per passage), and later builds and deletions keep them in step.
             name_links: link the entity names found in the question. Default True.
             mix_weight: weight of the graph ranks in ``mix``, [0, 1]; the keyword ranks weigh
-                ``1 - mix_weight``. Default 0.6.
+                ``1 - mix_weight``. Default 0.75.
             dense_weight: ``mix``: the dense ranks weigh ``dense_weight`` times the keyword
-                ones, [0, 100] (as in ``HybridRetriever``). Default 2.0. The dense ranking fused
+                ones, [0, 100] (as in ``HybridRetriever``). Default 4.0. The dense ranking fused
                 is the ``max(dense_top_k, keyword_top_k)`` passages nearest to the question.
+            hop_weight: ``mix``: the second hop's ranks (a keyword search for the question's
+                words that the best passage lacks and the entities it names:
+                ``mx_rag.graphrag.second_hop``) weigh ``hop_weight`` times the keyword ones,
+                [0, 1000]; 0 turns the second hop off. Default 10.0.
             keyword_top_k: ``mix``: passages taken from the keyword (BM25) search of the question
                 and fused with the graph and dense rankings, 0 to 1000; 0 fuses graph and dense
                 only. Default 50. The first ``mix`` retriever indexes the chunk texts in memory,
                 and later builds and deletions keep that index in step.
             subject_links: ``graph``/``mix``: the first passages of the ranking whose named
                 entities are followed to the passages about them (that open with their name),
-                which then come next, 0 to 1000; 0 turns it off. Default 1
-                (``mx_rag.retrievers.subject_links``).
+                which then come next, 0 to 1000; 0 turns it off. Default 2 for ``mix``, 1 for
+                ``graph`` (``mx_rag.retrievers.subject_links``).
             use_text: return chunk texts (True, default) or ``"u relation v"`` triples (the
                 ``local`` ranking).
             similarity_tail_threshold: minimum similarity of a linked node, [0, 1]. Default 0.0.
@@ -492,7 +496,8 @@ class GraphRAGPipeline:
                     sync_passage_vectors(self._registry, self._passages, self._embedding, MAX_BATCH_SIZE)
                 if self._fact_ends is None and fields["fact_top_k"]:  # opened, not built: read the facts
                     self._fact_ends = sync_fact_vectors(self._graph, self._facts, self._embedding, MAX_BATCH_SIZE)
-                if self._keywords is None and fields["mode"] == "mix" and fields["keyword_top_k"]:
+                keywords = fields["keyword_top_k"] or fields["hop_weight"]
+                if self._keywords is None and fields["mode"] == "mix" and keywords:
                     self._keywords = KeywordIndex()
                     self._keywords.sync(self._registry)
         return GraphRetriever.from_embeddings(

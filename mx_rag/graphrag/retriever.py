@@ -21,7 +21,10 @@ Three modes (``mode=``):
   weighted ``mix_weight``, the keyword ones ``1 - mix_weight`` and the dense ones
   ``dense_weight`` times that, like the default ``HybridRetriever`` (``keyword_top_k=0``: graph
   and dense only). The dense ranking fused is the ``max(dense_top_k, keyword_top_k)`` nearest
-  passages; the walk restarts at the first ``dense_top_k``.
+  passages; the walk restarts at the first ``dense_top_k``. Then the second hop
+  (``mx_rag.graphrag.second_hop``): the question's words that the best fused passage lacks and
+  the entities it names are searched by BM25, and those hits are fused in as a fourth ranking
+  weighted ``hop_weight`` times the keyword one (0: no second hop).
 * ``"local"`` (the earlier behaviour): link, expand ``subgraph_depth`` hops, score reached
   nodes by ``DECAY ** hops``; chunks score the sum of the nodes and edges they support (or,
   with ``use_text=False``, ``"u relation v"`` triples rank by the mean score of their ends).
@@ -53,6 +56,7 @@ from mx_rag.graphrag.merge import normalise_name
 from mx_rag.graphrag.passage_rank import PassageRanking, WalkSettings, rank_passages
 from mx_rag.graphrag.prompts import QUESTION_ENTITY_PROMPTS, fill
 from mx_rag.graphrag.registry import ChunkRegistry
+from mx_rag.graphrag.second_hop import rrf_scores, second_hop
 from mx_rag.llm.llm_parameter import LLMParameterConfig
 from mx_rag.reranker.reranker import Reranker
 from mx_rag.retrievers.call_settings import CallSettings, CallSettingsRetriever, resolve_call_settings
@@ -68,7 +72,6 @@ MODES = ("graph", "mix", "local")
 MAX_CONTEXTS = 1000  # the range of reranker_top_k (GraphRAGPipeline.as_retriever), and of a call's k
 MAX_NGRAM_WORDS = 6
 NGRAM_SCAN_CHARS = 2000
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al., 2009)
 SYNONYM_SEEDS = 8  # linked entities whose synonyms are looked up
 SYNONYM_K = 5  # nearest names looked at per linked entity
 ENTITIES_PER_DOCUMENT = 8  # metadata["entities"] of a returned passage
@@ -125,11 +128,12 @@ class GraphRetriever(CallSettingsRetriever):
     fact_ends: Callable[[list[int]], Mapping[int, tuple[str, str]]] | None = None
     fact_top_k: int = 0
     name_links: bool = True
-    mix_weight: float = 0.6
-    dense_weight: float = 2.0
+    mix_weight: float = 0.75
+    dense_weight: float = 4.0
+    hop_weight: float = 10.0
     keyword_index: KeywordIndex | None = None
     keyword_top_k: int = 50
-    subject_links: int = 1
+    subject_links: int = 2
     concepts: Any = None  # a ConceptIndex (GraphRAGPipeline with conceptualize=True)
 
     @classmethod
@@ -197,13 +201,13 @@ class GraphRetriever(CallSettingsRetriever):
         ranking = rank_passages(self.graph, self.registry.entities_of, seeds, dense, self._synonyms(seeds), settings)
         chunks = ranking.chunks
         if self.mode == "mix":
-            fused: dict[str, float] = {}
-            lists = ((ranking.chunks, self.mix_weight), (fused_dense, (1.0 - self.mix_weight) * self.dense_weight),
-                     (self._keywords(query), 1.0 - self.mix_weight))  # fmt: skip
-            for ranked, weight in lists:
-                for rank, chunk in enumerate(ranked):
-                    fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + rank + 1)
-            chunks = dict(sorted(fused.items(), key=lambda item: (-item[1], item[0])))
+            keyword_weight = 1.0 - self.mix_weight
+            lists = [(list(ranking.chunks), self.mix_weight), (list(fused_dense), keyword_weight * self.dense_weight),
+                     (self._keywords(query), keyword_weight)]  # fmt: skip
+            chunks = rrf_scores(lists)
+            if self.hop_weight and chunks:
+                hop = second_hop(query, next(iter(chunks)), self.registry, self.graph, self.keyword_index)
+                chunks = rrf_scores([*lists, (hop, keyword_weight * self.hop_weight)])
         if self.subject_links:
             order = follow_subjects(list(chunks), self.subject_links, self.registry.entities_of, self._subjects)
             chunks = _non_increasing(order, chunks)

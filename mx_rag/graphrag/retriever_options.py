@@ -20,11 +20,12 @@ MAX_TOP_K = 1000
 MAX_DEPTH = 5
 MAX_NODES = 100_000
 DEFAULT_MODE = "mix"
-_WALK = {"retrieval_top_k": 3, "subgraph_depth": 1, "max_nodes": 200}
+_WALK = {"retrieval_top_k": 3, "subgraph_depth": 1, "max_nodes": 200, "subject_links": 1, "synonym_threshold": 0.9}
 MODE_DEFAULTS: dict[str, dict[str, Any]] = {
     "graph": _WALK,
-    "mix": _WALK,
-    "local": {"retrieval_top_k": 40, "subgraph_depth": 2, "max_nodes": 200},
+    # mix: synonyms changed no figure once the second hop was there, and cost an embedding call
+    "mix": {**_WALK, "subject_links": 2, "synonym_threshold": 1.0},
+    "local": {**_WALK, "retrieval_top_k": 40, "subgraph_depth": 2},
 }
 
 
@@ -64,13 +65,15 @@ def retriever_fields(kwargs: dict[str, Any], has_llm: bool) -> dict[str, Any]:
         "dense_expand": check_int("dense_expand", options.pop("dense_expand", 5), 0, MAX_TOP_K),
         "passage_weight": number("passage_weight", 1.0, 0.0, 1000.0),
         "damping": number("damping", 0.5, 0.0, 0.99),
-        "synonym_threshold": number("synonym_threshold", 0.9, 0.0, 1.0),
+        "synonym_threshold": number("synonym_threshold", defaults["synonym_threshold"], 0.0, 1.0),
         "fact_top_k": check_int("fact_top_k", options.pop("fact_top_k", 0), 0, MAX_TOP_K),
         "name_links": check_bool("name_links", options.pop("name_links", True)),
-        "mix_weight": number("mix_weight", 0.6, 0.0, 1.0),
-        "dense_weight": number("dense_weight", 2.0, 0.0, 100.0),
+        "mix_weight": number("mix_weight", 0.75, 0.0, 1.0),
+        "dense_weight": number("dense_weight", 4.0, 0.0, 100.0),
+        "hop_weight": number("hop_weight", 10.0, 0.0, 1000.0),
         "keyword_top_k": check_int("keyword_top_k", options.pop("keyword_top_k", 50), 0, MAX_TOP_K),
-        "subject_links": check_int("subject_links", options.pop("subject_links", 1), 0, MAX_TOP_K),
+        "subject_links": check_int("subject_links", options.pop("subject_links", defaults["subject_links"]),
+                                   0, MAX_TOP_K),
     }
     if options:
         raise ParameterError(f"unknown as_retriever arguments {sorted(options)}")

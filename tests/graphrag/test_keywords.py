@@ -24,10 +24,10 @@ def _stems(docs: list) -> list[str]:  # type: ignore[type-arg]
 
 def test_mix_ranks_passages_sharing_the_questions_words_higher(minilm_toy: GraphRAGPipeline) -> None:
     """Without the keyword side, Halvex (no word of the question) is second; with it, the two
-    passages that say "company" come right after the Berlin office's."""
-    plain = _stems(minilm_toy.as_retriever(mode="mix", keyword_top_k=0, reranker_top_k=6).invoke(BERLIN_QUESTION))
-    assert plain[:2] == ["berlin", "halvex"]
-    fused = _stems(minilm_toy.as_retriever(mode="mix", reranker_top_k=6).invoke(BERLIN_QUESTION))
+    passages that say "company" come right after the Berlin office's (second hop off in both)."""
+    plain = minilm_toy.as_retriever(mode="mix", keyword_top_k=0, hop_weight=0, reranker_top_k=6)
+    assert _stems(plain.invoke(BERLIN_QUESTION))[:2] == ["berlin", "halvex"]
+    fused = _stems(minilm_toy.as_retriever(mode="mix", hop_weight=0, reranker_top_k=6).invoke(BERLIN_QUESTION))
     assert fused[0] == "berlin" and set(fused[1:3]) == {"kestrel", "zentrix"}
     graph = _stems(minilm_toy.as_retriever(mode="graph", reranker_top_k=6).invoke(BERLIN_QUESTION))
     assert graph[:2] == ["berlin", "halvex"]  # the graph ranking itself has no keyword side
@@ -62,11 +62,11 @@ def test_keyword_index_follows_builds_and_deletions(tmp_path: Path) -> None:
 
 
 def test_dense_weight_sets_the_dense_ranks_against_the_keyword_ones(minilm_toy: GraphRAGPipeline) -> None:
-    """With the graph's ranks weighing nothing, ``dense_weight`` decides between the dense order
-    and the keyword (BM25) order, as in ``HybridRetriever``."""
+    """With the graph's and the second hop's ranks weighing nothing, ``dense_weight`` decides
+    between the dense order and the keyword (BM25) order, as in ``HybridRetriever``."""
     def order(dense_weight: float) -> list[str]:
         retriever = minilm_toy.as_retriever(mode="mix", mix_weight=0.0, dense_weight=dense_weight,
-                                            subject_links=0, reranker_top_k=3)  # fmt: skip
+                                            hop_weight=0, subject_links=0, reranker_top_k=3)  # fmt: skip
         return [d.metadata["chunk_id"] for d in retriever.invoke(BERLIN_QUESTION)]
 
     retriever = minilm_toy.as_retriever(mode="mix")
