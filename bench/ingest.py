@@ -19,8 +19,10 @@ extract the same text. Systems:
   ``INT8_DEFAULT_MODELS``; the run line's ``variant`` says which; texts
   sorted by token count, the CPU's batch size of ``mx_rag.embedding.device.BATCH_SIZES``), SQLite
   chunk store with its keyword index and a FAISS index file in a fresh temporary folder. jieba (the
-  keyword index's Chinese segmenter) loads inside the clock when the first Chinese chunk is stored,
-  as it does for a user (``jieba_load_s`` says how long it took). Then ``sync`` again over the same,
+  keyword index's Chinese segmenter) starts inside the clock when the first Chinese chunk is stored,
+  as it does for a user (``jieba_load_s`` says how long it took; ``jieba_dictionary``: ``table``
+  when its words were read from the on-disk table, ``whole`` when its whole dictionary was loaded,
+  see ``mx_rag.storage.document_store.text_tokens``). Then ``sync`` again over the same,
   unchanged files: the re-ingest time, reported as a fraction of the first run;
 * ``mx_rag_int8``: the same with ``LocalKnowledge.open(..., int8=True)``: the int8 path, whether or
   not it is the default; ``mx_rag_fp32`` (not run unless named in ``--systems``): ``int8=False``;
@@ -224,11 +226,19 @@ def run_mx_rag(root: Path, files: list[Path], spec: dict[str, Any], int8: bool |
         return {
             "files": len(files), "files_ok": len(first.added), "files_failed": len(first.failed),
             "chunks": chunks, "seconds": watch.seconds, "cpu_s": watch.cpu_s, "reingest_seconds": reingest,
-            "jieba_load_s": text_tokens._load_seconds or 0.0, "model_dir": str(kb.embedding.model_dir.resolve()),
+            "jieba_load_s": text_tokens._load_seconds or 0.0, "jieba_dictionary": jieba_dictionary(text_tokens),
+            "model_dir": str(kb.embedding.model_dir.resolve()),
             "prefix": kb.embedding._settings()[0].document_prefix, "variant": "int8" if kb.embedding.int8 else "fp32",
         }  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def jieba_dictionary(text_tokens: Any) -> str:
+    """How jieba read its dictionary in this process: not at all, word by word from its table, or whole."""
+    if text_tokens._jieba is None:
+        return "none"
+    return "table" if text_tokens._disk is not None else "whole"
 
 
 def run_mx_rag_fp32(root: Path, files: list[Path], spec: dict[str, Any]) -> dict[str, Any]:
@@ -444,7 +454,7 @@ def median_line(corpus: str, system: str, runs: list[dict[str, Any]]) -> dict[st
         "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
         "files": runs[0]["files"],
     }  # fmt: skip
-    for key in ("files_ok", "files_failed", "model_dir", "prefix", "variant"):
+    for key in ("files_ok", "files_failed", "model_dir", "prefix", "variant", "jieba_dictionary"):
         if key in runs[0]:
             line[key] = runs[0][key]
     for key in ("load_s", "split_s", "embed_store_s", "split_embed_store_s", "jieba_load_s"):

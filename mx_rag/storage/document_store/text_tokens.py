@@ -10,21 +10,28 @@ through the same function, so both sides agree.
 >>> query_tokens("How does the BM25 ranking work?")
 ['bm25', 'ranking', 'work']
 
-jieba (a dependency of mxrag) is imported and its dictionary loaded only when the
-first Chinese text arrives, once per process: English-only work never pays for it (about 0.8 s
-and 75 MB on an idle CPU, almost all of it one ``marshal.load`` of jieba's 9 MB cache that holds
-the GIL throughout, so loading it in a background thread would stall the other threads just the
-same). An application that knows Chinese is coming can call :func:`warm_up` at start-up, off its
-request path. A private ``jieba.Tokenizer`` is used, so the global ``jieba``
+jieba (a dependency of mxrag) is imported only when the first Chinese text arrives, once per
+process, and its dictionary is not loaded whole at first: the word frequencies its segmenter looks
+up are read one by one from an on-disk SQLite copy of its dictionary (built once, about 2 s, in the
+user's cache directory next to jieba's own cache), so a corpus or a question with a few Chinese
+words costs milliseconds instead of loading the whole dictionary (about 0.8 s and 75 MB, almost all
+of it one ``marshal.load`` of jieba's 9 MB cache that holds the GIL throughout). Once
+``LAZY_LOOKUPS`` distinct words have been looked up, Chinese text is plentiful and the whole
+dictionary is loaded as jieba loads it. Both read the same frequencies, so the tokens are the same.
+An application that knows Chinese is coming can call :func:`warm_up` at start-up, off its request
+path. A private ``jieba.Tokenizer`` is used, so the global ``jieba``
 settings of the application are left alone, its model cache lives in the user's cache directory
 rather than a shared ``/tmp`` file, and the loading messages jieba logs are kept quiet.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import re
+import sqlite3
 import tempfile
 import threading
 import time
@@ -62,50 +69,164 @@ CHINESE_STOPWORDS = frozenset({
 })
 STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
 
+LAZY_LOOKUPS = 20_000  # distinct words read from the on-disk table before the whole dictionary is loaded
+LOOKUPS_PER_CHAR = 4  # jieba's lookups per Han character segmented, a generous estimate
+_FREQ_SCHEMA = 1  # part of the table's file name: bump it when the table changes
+
 _jieba_lock = threading.Lock()
-_jieba: Any = None
-_load_seconds: float | None = None  # how long loading jieba took in this process (None: not loaded)
+_jieba: Any = None  # the private jieba.Tokenizer
+_disk: _DiskFreq | None = None  # its frequencies while they are read from disk
+_load_seconds: float | None = None  # time spent loading jieba in this process (None: not loaded)
 
 
-def _cache_dir() -> str:
-    """A private directory for jieba's model cache (the user's cache dir, else a fresh temp dir)."""
+class _DiskFreq:
+    """jieba's ``Tokenizer.FREQ`` (word -> count, 0 for a prefix of a word only) read word by word
+    from its SQLite copy; each answer is remembered. Only the lookups jieba's segmenter makes
+    (``in``, ``[]``, ``get``) are supported."""
+
+    def __init__(self, path: Path) -> None:
+        self._uri = f"{path.resolve().as_uri()}?mode=ro"
+        self._lock = threading.Lock()
+        self._known: dict[str, int | None] = {}
+        self._connect()
+        self.total = int(self._conn.execute("SELECT total FROM meta").fetchone()[0])
+
+    def _connect(self) -> None:
+        self._pid = os.getpid()  # a forked child opens its own connection (SQLite's rule)
+        self._conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+
+    @property
+    def looked_up(self) -> int:
+        return len(self._known)
+
+    def _count(self, word: str) -> int | None:
+        try:
+            return self._known[word]
+        except KeyError:
+            pass
+        with self._lock:
+            if self._pid != os.getpid():
+                self._connect()
+            row = self._conn.execute("SELECT n FROM freq WHERE word = ?", (word,)).fetchone()
+        self._known[word] = found = None if row is None else int(row[0])
+        return found
+
+    def get(self, word: str, default: Any = None) -> Any:
+        found = self._count(word)
+        return default if found is None else found
+
+    def __contains__(self, word: str) -> bool:
+        return self._count(word) is not None
+
+    def __getitem__(self, word: str) -> int:
+        found = self._count(word)
+        if found is None:
+            raise KeyError(word)
+        return found
+
+
+def _cache_dir() -> tuple[str, bool]:
+    """A private directory for jieba's caches, and whether it lasts (the user's cache dir, else a
+    fresh temp dir)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mxrag" / "jieba"
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         if os.access(base, os.W_OK):
-            return str(base)
+            return str(base), True
     except OSError:
         pass
-    return tempfile.mkdtemp(prefix="mxrag-jieba-")
+    return tempfile.mkdtemp(prefix="mxrag-jieba-"), False
 
 
-def _segmenter() -> Any:
-    """The shared private jieba tokenizer, loaded on first use without console output."""
-    global _jieba, _load_seconds
-    if _jieba is not None:
+def _freq_path(jieba: Any, cache: str) -> Path | None:
+    """The table's file for the installed jieba dictionary (None: no dictionary file to key it on)."""
+    try:
+        stat = (Path(jieba.__file__).parent / "dict.txt").stat()
+    except OSError:
+        return None
+    key = f"{_FREQ_SCHEMA} {jieba.__version__} {stat.st_size} {stat.st_mtime_ns}"
+    return Path(cache) / f"freq-{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite3"
+
+
+def _write_freq(path: Path, freq: dict[str, int], total: int) -> None:
+    """Write jieba's frequencies to ``path`` atomically (concurrent writers write the same table)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".freq-", suffix=".tmp")
+    os.close(fd)
+    try:
+        with contextlib.closing(sqlite3.connect(tmp)) as conn:
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("CREATE TABLE freq (word TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID")
+            conn.execute("CREATE TABLE meta (total INTEGER NOT NULL)")
+            conn.executemany("INSERT INTO freq VALUES (?, ?)", sorted(freq.items()))
+            conn.execute("INSERT INTO meta VALUES (?)", (total,))
+            conn.commit()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _load_whole(segmenter: Any) -> None:
+    """jieba's own loading of the whole dictionary (from its cache), without its console messages."""
+    jieba_logger = logging.getLogger("jieba")
+    level = jieba_logger.level
+    jieba_logger.setLevel(logging.CRITICAL)  # "Building prefix dict ..." etc.
+    try:
+        segmenter.initialize()
+    finally:
+        jieba_logger.setLevel(level)
+
+
+def _start(lazy: bool) -> None:
+    """Set up ``_jieba``: reading the on-disk table when ``lazy`` and it can be had, else whole
+    (the first lazy start on a machine loads it whole and writes the table for the next ones)."""
+    global _jieba, _disk, _load_seconds
+    start = time.perf_counter()
+    with extra_import("all", "jieba"):
+        import jieba
+    segmenter = jieba.Tokenizer()
+    segmenter.tmp_dir, lasting = _cache_dir()
+    path = _freq_path(jieba, segmenter.tmp_dir) if lazy and lasting else None
+    disk = None
+    if path is not None and path.exists():
+        try:
+            disk = _DiskFreq(path)
+        except (OSError, sqlite3.Error, TypeError, ValueError) as exc:  # damaged: load whole, rewrite
+            logger.debug("cannot read %s (%s): loading jieba's dictionary whole", path, exc)
+            path.unlink(missing_ok=True)
+    if disk is not None:
+        segmenter.FREQ, segmenter.total, segmenter.initialized = disk, disk.total, True
+    else:
+        _load_whole(segmenter)
+        if path is not None and not path.exists():
+            try:
+                _write_freq(path, segmenter.FREQ, segmenter.total)
+            except (OSError, sqlite3.Error) as exc:
+                logger.debug("cannot write %s: %s", path, exc)
+    seconds = time.perf_counter() - start
+    _load_seconds = (_load_seconds or 0.0) + seconds
+    logger.debug("jieba ready in %.2f s (%s; cache in %s)", seconds,
+                 "dictionary read word by word" if disk else "whole dictionary", segmenter.tmp_dir)
+    _jieba, _disk = segmenter, disk
+
+
+def _segmenter(chars: int = 0) -> Any:
+    """The shared private jieba tokenizer, about to segment ``chars`` Han characters: reading its
+    dictionary from disk, until ``LAZY_LOOKUPS`` distinct words have been (or would be) looked up."""
+    expected = LOOKUPS_PER_CHAR * chars
+    if _jieba is not None and (_disk is None or _disk.looked_up + expected < LAZY_LOOKUPS):
         return _jieba
     with _jieba_lock:
         if _jieba is None:
-            start = time.perf_counter()
-            with extra_import("all", "jieba"):
-                import jieba
-            segmenter = jieba.Tokenizer()
-            segmenter.tmp_dir = _cache_dir()
-            jieba_logger = logging.getLogger("jieba")
-            level = jieba_logger.level
-            jieba_logger.setLevel(logging.CRITICAL)  # "Building prefix dict ..." etc.
-            try:
-                segmenter.initialize()
-            finally:
-                jieba_logger.setLevel(level)
-            _load_seconds = time.perf_counter() - start
-            logger.debug("jieba dictionary loaded in %.2f s (cache in %s)", _load_seconds, segmenter.tmp_dir)
-            _jieba = segmenter
+            _start(lazy=expected < LAZY_LOOKUPS)
+        elif _disk is not None and _disk.looked_up + expected >= LAZY_LOOKUPS:
+            _start(lazy=False)  # plenty of Chinese: the whole dictionary (threads on the old one finish there)
     return _jieba
 
 
 def warm_up() -> None:
-    """Load jieba now (once per process) rather than when the first Chinese text is indexed."""
+    """Set jieba up now (once per process) rather than when the first Chinese text is indexed."""
     _segmenter()
 
 
@@ -129,7 +250,7 @@ def tokenize(text: str) -> list[str]:
             if not part:
                 continue
             if _HAN_RUN.fullmatch(part):
-                tokens.extend(t for t in _segmenter().lcut_for_search(part) if t.strip())
+                tokens.extend(t for t in _segmenter(len(part)).lcut_for_search(part) if t.strip())
             elif len(part) <= MAX_TOKEN_CHARS:
                 tokens.append(part.lower())
     return tokens
