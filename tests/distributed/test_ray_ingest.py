@@ -29,7 +29,7 @@ from mx_rag.distributed import RayOptions, chunk_id
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local.model_info import MINILM_NAME
 from mx_rag.knowledge.ingest import file_digest
-from tests.distributed.conftest import Stack
+from tests.distributed.conftest import Stack, add_worker_node
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ def assert_exact(service: KnowledgeService, want: dict[str, list[str]]) -> None:
         assert sorted(got["texts"][path]) == sorted(texts)
 
 
-def run(service: KnowledgeService, paths: list[Path], address: str, **options: int) -> Any:
+def run(service: KnowledgeService, paths: list[Path], address: str, **options: float) -> Any:
     who = Principal.local()
     if KB not in service.names(who):
         service.create(who, KB)
@@ -162,6 +162,54 @@ def kill_actor_mid_run(service: KnowledgeService, paths: list[Path], address: st
     return done["report"]
 
 
+def node_processes(node: Any) -> list[str]:
+    """The command lines of the processes a Ray node's raylet started (its workers and actors)."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    found = []
+    for child in psutil.Process(raylet).children(recursive=True):
+        try:
+            found.append(" ".join(child.cmdline()))
+        except psutil.Error:
+            continue
+    return found
+
+
+def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int) -> Any:
+    """Ingest ``paths`` with two embedding actors of half a CPU each (spread: one per node) in
+    batches of 4 chunks; once more than ``rows_before`` chunk rows are stored and an embedding
+    actor runs on the worker node, kill that node's processes with SIGKILL, raylet first (as a
+    machine that loses power), then add a new worker node (as an autoscaler would). The run's
+    report (the run must go on)."""
+    done: dict[str, Any] = {}
+
+    def ingest() -> None:
+        try:
+            done["report"] = run(service, paths, cluster.address, batch_chunks=4, embedders=2, embed_cpus=0.5,
+                                 load_cpus=0.5)
+        except BaseException as exc:  # re-raised below, in the test's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=ingest)
+    worker.start()
+    node = next(iter(cluster.worker_nodes))
+    killed = False
+    deadline = time.monotonic() + 120
+    while worker.is_alive() and not killed and time.monotonic() < deadline:
+        if any("Embedder" in line for line in node_processes(node)) and chunk_rows(service) > rows_before:
+            cluster.remove_node(node, allow_graceful=False)
+            killed = True
+        time.sleep(0.05)
+    if killed:
+        add_worker_node(cluster)
+    worker.join(240)
+    assert killed, "the run ended before the worker node could be killed"
+    if "error" in done:
+        raise done["error"]
+    return done["report"]
+
+
 def kill_driver_mid_run(stack: Stack, paths: list[Path], address: str, service: KnowledgeService,
                         rows_before: int) -> None:
     """Run ``mxrag ingest --ray`` in a process and SIGKILL it once more than ``rows_before`` chunk
@@ -210,4 +258,14 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
     assert ready_documents_complete(service, want) < len(want)
     report = run(KnowledgeService(settings(stack)), paths, ray_cluster)
     assert not report.failed and sorted(report.added + report.unchanged) == sorted(map(str, paths))
+    assert_exact(service, want)
+
+
+def test_a_killed_worker_node_loses_nothing_and_writes_nothing_twice(local_cluster: Any, stack: Stack,
+                                                                      tmp_path: Path) -> None:
+    service = KnowledgeService(settings(stack))
+    paths = corpus(tmp_path / "docs", files=8)
+    want = expected(service, paths)
+    report = kill_node_mid_run(local_cluster, service, paths, 0)
+    assert not report.failed
     assert_exact(service, want)
