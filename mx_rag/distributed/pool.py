@@ -202,7 +202,7 @@ class _Run:
         try:
             chunks = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:  # its worker or node died LOAD_RETRIES times
-            chunks = [{"doc_id": row["doc_id"], "chunk_id": -1, "total": 0, "error": f"cannot load it: {exc}"}]
+            chunks = [{"doc_id": row["doc_id"], "chunk_id": -1, "total": 0, "error": f"cannot load it: {_reason(exc)}"}]
         failed = [c for c in chunks if c["error"]]
         if failed:
             self.commits.take(columns([{k: c[k] for k in ("doc_id", "chunk_id", "total", "error")} for c in failed]))
@@ -221,9 +221,16 @@ class _Run:
                                type(exc).__name__)
                 self._send(batch)
             else:
-                reason = f"its chunks could not be written: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                reason = f"its chunks could not be written: {_reason(exc)}"
                 self.commits.take({"doc_id": np.asarray(batch.docs), "chunk_id": np.full(len(batch.docs), -1),
                                    "total": np.zeros(len(batch.docs), dtype=np.int64),
                                    "error": np.asarray([reason] * len(batch.docs))})
             return
         self.commits.take(result)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a Ray error: the last line of its text (a remote traceback ends with the
+    exception's own message)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__

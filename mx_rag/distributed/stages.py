@@ -84,10 +84,17 @@ class Embedder:
 
     def __init__(self, factory: Callable[[], Callable[[list[str]], Any]], dimension: int, threads: int = 1) -> None:
         self.model = factory()
-        self.dimension = dimension
-        if "torch" in sys.modules:
-            with contextlib.suppress(RuntimeError):  # "cannot set the number of threads" once work ran
-                sys.modules["torch"].set_num_threads(max(1, threads))
+        self.dimension, self.threads = dimension, max(1, threads)
+        self._bound = False
+        self._bound_threads()
+
+    def _bound_threads(self) -> None:
+        """Torch's threads set to ``threads`` once the model has imported torch (a sleeping or
+        remote embedder never does)."""
+        if not self._bound and "torch" in sys.modules:
+            with contextlib.suppress(RuntimeError):
+                sys.modules["torch"].set_num_threads(self.threads)
+            self._bound = True
 
     def ready(self) -> bool:
         """True once the model is loaded (what the pool waits for)."""
@@ -96,6 +103,7 @@ class Embedder:
     def embed(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from mx_rag.knowledge.knowledge import embed_texts
 
+        self._bound_threads()
         ok = np.flatnonzero(batch["error"] == "")
         vectors = np.zeros((len(batch["error"]), self.dimension), dtype=np.float32)
         if len(ok):

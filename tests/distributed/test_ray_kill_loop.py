@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ def test_kill_loop(local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
     previous = {path: [] for path in expected(service, paths)}
     kills = {"actor": 0, "driver": 0, "node": 0}
     for turn in range(ROUNDS):
+        started = time.monotonic()
         corpus(tmp_path / "docs", files=8, paragraphs=6 + turn % 5, seed=turn + 1)  # every file changes
         want = expected(service, paths)
         rows = len(stored(service)["chunk_ids"])
@@ -62,5 +64,5 @@ def test_kill_loop(local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
             kills["actor"] += 1
         assert_exact(service, want)
         previous = want
-        print(json.dumps({"turn": turn, **kills, "chunks": sum(len(v) for v in want.values()), "exact": True}),
-              flush=True)
+        print(json.dumps({"turn": turn, **kills, "chunks": sum(len(v) for v in want.values()), "exact": True,
+                          "seconds": round(time.monotonic() - started, 1), "loadavg": os.getloadavg()[0]}), flush=True)
