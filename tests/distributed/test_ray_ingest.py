@@ -21,7 +21,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from mx_rag.app.scale_out import ingest_on_ray
+from mx_rag.app.scale_out import ingest_on_ray, ray_pool
 from mx_rag.app.service import KnowledgeService
 from mx_rag.app.settings import ServerSettings, load_settings
 from mx_rag.app.users import Principal
@@ -97,12 +97,12 @@ def assert_exact(service: KnowledgeService, want: dict[str, list[str]]) -> None:
         assert sorted(got["texts"][path]) == sorted(texts)
 
 
-def run(service: KnowledgeService, paths: list[Path], address: str, **options: float) -> Any:
+def run(service: KnowledgeService, paths: list[Path], address: str, pool: Any = None, **options: float) -> Any:
     who = Principal.local()
     if KB not in service.names(who):
         service.create(who, KB)
     return ingest_on_ray(service, who, KB, paths, address=address, white_paths=[paths[0].parent],
-                         options=RayOptions(**options))
+                         options=RayOptions(**options), pool=pool)
 
 
 def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_chunks(ray_cluster: str, stack: Stack,
@@ -110,7 +110,13 @@ def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_c
     service = KnowledgeService(settings(stack))
     paths = corpus(tmp_path / "docs")
     want = expected(service, paths)
-    report = run(service, paths, ray_cluster)
+    with ray_pool(service, address=ray_cluster, options=RayOptions(embedders=1)) as pool:  # one pool, three runs
+        check_three_runs(service, paths, want, ray_cluster, pool)
+
+
+def check_three_runs(service: KnowledgeService, paths: list[Path], want: dict[str, list[str]], ray_cluster: str,
+                     pool: Any) -> None:
+    report = run(service, paths, ray_cluster, pool)
     assert sorted(report.added) == sorted(map(str, paths)) and not report.failed
     assert_exact(service, want)
     kb = service.open(Principal.local(), KB)
@@ -118,16 +124,16 @@ def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_c
     ids = set(stored(service)["chunk_ids"])
     path = str(paths[0].resolve())
     assert chunk_id(kb.knowledge_id, path, file_digest(paths[0]), 0) in ids  # deterministic ids
-    again = run(service, paths, ray_cluster)
+    again = run(service, paths, ray_cluster, pool)
     assert sorted(again.unchanged) == sorted(map(str, paths)) and not again.added
     assert_exact(service, want)
     hits = service.retriever(Principal.local(), KB).invoke("Note 203 ends here")
     assert hits and hits[0].metadata.get("source", "").endswith("rocks-2.md")
     digest = file_digest(paths[0])
     old = {chunk_id(kb.knowledge_id, path, digest, i) for i in range(len(want[path]))}
-    corpus(tmp_path / "docs", files=1, paragraphs=14, seed=5)  # rocks-0.md now longer, other words
+    corpus(paths[0].parent, files=1, paragraphs=14, seed=5)  # rocks-0.md now longer, other words
     want = expected(service, paths)
-    report = run(service, paths, ray_cluster)
+    report = run(service, paths, ray_cluster, pool)
     assert report.replaced == [str(paths[0])] and sorted(report.unchanged) == sorted(map(str, paths[1:]))
     assert_exact(service, want)
     assert old <= ids and not old & set(stored(service)["chunk_ids"])  # the old version's chunks are gone
@@ -139,20 +145,36 @@ def chunk_rows(service: KnowledgeService) -> int:
         return int(conn.execute(text("SELECT count(*) FROM chunks_table")).scalar() or 0)
 
 
-def embedder_pids() -> list[int]:
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if "Embedder" in " ".join(p.info["cmdline"] or [])]
+def node_processes(node: Any) -> dict[int, str]:
+    """The processes a Ray node's raylet started (its workers and actors): pid -> command line."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    found = {}
+    for child in psutil.Process(raylet).children(recursive=True):
+        try:
+            found[child.pid] = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+    return found
 
 
-def kill_actor_mid_run(service: KnowledgeService, paths: list[Path], address: str, rows_before: int) -> Any:
+def embedder_pids(cluster: Any) -> list[int]:
+    """The embedding actors' processes of this cluster (not of another session's on the machine)."""
+    return sorted(pid for node in [cluster.head_node, *cluster.worker_nodes]
+                  for pid, line in node_processes(node).items() if "Embedder" in line)
+
+
+def kill_actor_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int) -> Any:
     """Ingest ``paths`` in batches of 4 chunks, SIGKILL the embedding actor's process once more than
     ``rows_before`` chunk rows are stored (mid-run); the run's report (the run must go on)."""
     done: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, address, batch_chunks=4)))
+    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, cluster.address, batch_chunks=4)))
     worker.start()
     killed = []
     deadline = time.monotonic() + 120
     while worker.is_alive() and not killed and time.monotonic() < deadline:
-        pids = embedder_pids()
+        pids = embedder_pids(cluster)
         if pids and chunk_rows(service) > rows_before:  # some chunks written, the actor still busy
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
@@ -160,20 +182,6 @@ def kill_actor_mid_run(service: KnowledgeService, paths: list[Path], address: st
     worker.join(180)
     assert killed, "the run ended before an embedding actor could be killed"
     return done["report"]
-
-
-def node_processes(node: Any) -> list[str]:
-    """The command lines of the processes a Ray node's raylet started (its workers and actors)."""
-    from ray._private import ray_constants
-
-    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-    found = []
-    for child in psutil.Process(raylet).children(recursive=True):
-        try:
-            found.append(" ".join(child.cmdline()))
-        except psutil.Error:
-            continue
-    return found
 
 
 def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int) -> Any:
@@ -197,7 +205,7 @@ def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path]
     killed = False
     deadline = time.monotonic() + 120
     while worker.is_alive() and not killed and time.monotonic() < deadline:
-        if any("Embedder" in line for line in node_processes(node)) and chunk_rows(service) > rows_before:
+        if any("Embedder" in line for line in node_processes(node).values()) and chunk_rows(service) > rows_before:
             cluster.remove_node(node, allow_graceful=False)
             killed = True
         time.sleep(0.05)
@@ -238,12 +246,12 @@ def ready_documents_complete(service: KnowledgeService, *versions: dict[str, lis
     return len(seen["ready"])
 
 
-def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(ray_cluster: str, stack: Stack,
+def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(local_cluster: Any, stack: Stack,
                                                                              tmp_path: Path) -> None:
     service = KnowledgeService(settings(stack))
     paths = corpus(tmp_path / "docs", files=8)
     want = expected(service, paths)
-    report = kill_actor_mid_run(service, paths, ray_cluster, 0)
+    report = kill_actor_mid_run(local_cluster, service, paths, 0)
     assert not report.failed
     assert_exact(service, want)
 

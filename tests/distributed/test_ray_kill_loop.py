@@ -60,7 +60,7 @@ def test_kill_loop(local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
             assert not kill_node_mid_run(local_cluster, service, paths, rows).failed
             kills["node"] += 1
         else:
-            assert not kill_actor_mid_run(service, paths, ray_cluster, rows).failed
+            assert not kill_actor_mid_run(local_cluster, service, paths, rows).failed
             kills["actor"] += 1
         assert_exact(service, want)
         previous = want
