@@ -184,12 +184,14 @@ def kill_actor_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path
     return done["report"]
 
 
-def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int) -> Any:
+def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int,
+                      actor_first: bool = False) -> Any:
     """Ingest ``paths`` with two embedding actors of half a CPU each (spread: one per node) in
     batches of 4 chunks; once more than ``rows_before`` chunk rows are stored and an embedding
     actor runs on the worker node, kill that node's processes with SIGKILL, raylet first (as a
-    machine that loses power), then add a new worker node (as an autoscaler would). The run's
-    report (the run must go on)."""
+    machine that loses power), then add a new worker node (as an autoscaler would). With
+    ``actor_first``, an embedding actor's process is SIGKILLed first, and the node once more rows
+    are stored after that. The run's report (the run must go on)."""
     done: dict[str, Any] = {}
 
     def ingest() -> None:
@@ -202,17 +204,23 @@ def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path]
     worker = threading.Thread(target=ingest)
     worker.start()
     node = next(iter(cluster.worker_nodes))
-    killed = False
-    deadline = time.monotonic() + 120
-    while worker.is_alive() and not killed and time.monotonic() < deadline:
-        if any("Embedder" in line for line in node_processes(node).values()) and chunk_rows(service) > rows_before:
+    actor_killed, node_killed = not actor_first, False
+    deadline = time.monotonic() + 150
+    while worker.is_alive() and not node_killed and time.monotonic() < deadline:
+        rows = chunk_rows(service)
+        if not actor_killed:
+            pids = embedder_pids(cluster)
+            if pids and rows > rows_before:
+                os.kill(pids[0], signal.SIGKILL)
+                actor_killed, rows_before = True, rows
+        elif any("Embedder" in line for line in node_processes(node).values()) and rows > rows_before:
             cluster.remove_node(node, allow_graceful=False)
-            killed = True
+            node_killed = True
         time.sleep(0.05)
-    if killed:
+    if node_killed:
         add_worker_node(cluster)
     worker.join(240)
-    assert killed, "the run ended before the worker node could be killed"
+    assert actor_killed and node_killed, "the run ended before the actor and the worker node could be killed"
     if "error" in done:
         raise done["error"]
     return done["report"]
@@ -246,16 +254,6 @@ def ready_documents_complete(service: KnowledgeService, *versions: dict[str, lis
     return len(seen["ready"])
 
 
-def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(local_cluster: Any, stack: Stack,
-                                                                             tmp_path: Path) -> None:
-    service = KnowledgeService(settings(stack))
-    paths = corpus(tmp_path / "docs", files=8)
-    want = expected(service, paths)
-    report = kill_actor_mid_run(local_cluster, service, paths, 0)
-    assert not report.failed
-    assert_exact(service, want)
-
-
 def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(ray_cluster: str, stack: Stack,
                                                                                 tmp_path: Path) -> None:
     service = KnowledgeService(settings(stack))
@@ -269,11 +267,11 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
     assert_exact(service, want)
 
 
-def test_a_killed_worker_node_loses_nothing_and_writes_nothing_twice(local_cluster: Any, stack: Stack,
-                                                                      tmp_path: Path) -> None:
+def test_a_killed_actor_then_a_killed_worker_node_lose_nothing_and_write_nothing_twice(
+        local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
     service = KnowledgeService(settings(stack))
-    paths = corpus(tmp_path / "docs", files=8)
+    paths = corpus(tmp_path / "docs", files=16)
     want = expected(service, paths)
-    report = kill_node_mid_run(local_cluster, service, paths, 0)
+    report = kill_node_mid_run(local_cluster, service, paths, 0, actor_first=True)
     assert not report.failed
     assert_exact(service, want)
