@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import math
 import os
 import sys
@@ -104,10 +105,13 @@ def drop(service: Any) -> None:
 
 
 class NodeMemory:
-    """Peak resident memory per Ray node (a raylet with its process tree), sampled every 0.5 s."""
+    """Peak resident memory per node of ``cluster`` (its raylet with the raylet's process tree;
+    the head's GCS too), sampled every 0.5 s. Only this cluster's processes: another cluster on
+    the machine (a test session's) is not counted."""
 
-    def __init__(self) -> None:
-        self.peak: dict[int, float] = {}
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.peak: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -123,26 +127,21 @@ class NodeMemory:
         import psutil
 
         while not self._stop.wait(0.5):
-            gcs = sum(p.memory_info().rss for p in psutil.process_iter() if _named(p, "gcs_server"))
-            raylets = sorted((p for p in psutil.process_iter() if _named(p, "raylet")), key=lambda p: p.pid)
-            for n, raylet in enumerate(raylets):
+            nodes = [("head", self.cluster.head_node)] + [(f"worker_{n}", node) for n, node in
+                                                          enumerate(self.cluster.worker_nodes, 1)]
+            for name, node in nodes:
                 try:
-                    rss = raylet.memory_info().rss + sum(c.memory_info().rss for c in raylet.children(recursive=True))
+                    roots = [psutil.Process(info.process.pid) for kind in ("raylet", "gcs_server")
+                             for info in node.all_processes.get(kind, [])]
+                    rss = sum(p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
+                              for p in roots)
                 except psutil.Error:
                     continue
-                rss += gcs if n == 0 else 0
-                self.peak[n] = max(self.peak.get(n, 0.0), round(rss / 2**20, 1))
-
-
-def _named(process: Any, name: str) -> bool:
-    try:
-        return name in process.name()
-    except Exception:
-        return False
+                self.peak[name] = max(self.peak.get(name, 0.0), round(rss / 2**20, 1))
 
 
 @contextmanager
-def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[str, float]]:
+def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[Any, float]]:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -158,10 +157,10 @@ def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[str, float]
     for _ in range(worker_nodes):
         add_node(made, num_cpus=1, object_store_memory=store)
     made.wait_for_nodes()
-    ray.init(address=made.address, log_to_driver=False, logging_level="WARNING")
+    ray.init(address=made.address, log_to_driver=False, logging_level=logging.WARNING)
     seconds = time.perf_counter() - started
     try:
-        yield made.address, seconds
+        yield made, seconds
     finally:
         ray.shutdown()
         made.shutdown()
@@ -279,15 +278,17 @@ def real_runs(args: argparse.Namespace, paths: list[Path], work: Path) -> None:
         rates["inprocess"] = (load_s, chunks / seconds)
         drop(service)
     for nodes in (1, 2):
-        with schema(args.postgres_url) as pg, NodeMemory() as memory, cluster(nodes) as (address, start_s):
+        with schema(args.postgres_url) as pg, cluster(nodes) as (made, start_s), NodeMemory(made) as memory:
+            address = made.address
             service = service_for(pg, args.milvus, work / f"data-{nodes}", args.model)
             who = service.local_principal()
             started = time.perf_counter()
             options = RayOptions(embedders=nodes, batch_chunks=args.batch)
             with ray_pool(service, address=address, options=options) as pool:
                 actor_s = time.perf_counter() - started
-                seconds, report = timed_ingest(lambda s=service, w=who, a=address, p=pool: ingest_on_ray(
-                    s, w, "bench", paths, address=a, white_paths=[paths[0].parent], pool=p))
+                seconds, report = timed_ingest(functools.partial(
+                    ingest_on_ray, service, who, "bench", paths, address=address, white_paths=[paths[0].parent],
+                    pool=pool))
             chunks = sum(report.chunks.values())
             stored = (service.chunks.count(), service.vectors.count())
             drop(service)
@@ -319,6 +320,7 @@ def main() -> None:
                         if Path("/tmp/pg.url").exists() else None)
     parser.add_argument("--milvus", required=True, help="a Milvus server's URI")
     parser.add_argument("--skip-real", action="store_true")
+    parser.add_argument("--skip-sim", action="store_true")
     args = parser.parse_args()
 
     from mx_rag.document import LoaderMng
@@ -343,7 +345,10 @@ def main() -> None:
         real_runs(args, paths, work)
     workers = [int(w) for w in args.workers.split(",")]
     head_cpus = 2 + math.ceil(SIM_EMBED_CPUS * max(workers))
-    with cluster(0, head_cpus=head_cpus) as (address, start_s):
+    if args.skip_sim:
+        return
+    with cluster(0, head_cpus=head_cpus) as (made, start_s):
+        address = made.address
         emit({"bench": BENCH, "scenario": "sim_cluster", "head_cpus": head_cpus, "cluster_start_s": round(start_s, 2),
               "loadavg": loadavg()})
         base = None
