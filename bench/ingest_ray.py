@@ -255,6 +255,7 @@ def simulated(args: argparse.Namespace, paths: list[Path], address: str, work: P
             "actor_start_s": round(actor_s, 2), "seconds": round(seconds, 2),
             "chunks_per_s": round(chunks / seconds, 2),
             "writer_busy": round(busy_seconds(log) / (writers * seconds), 3),
+            "phases_s": {k: round(v, 2) for k, v in pool.phases.items()},
             "failed": len(report.failed), "loadavg": loadavg()}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mx_rag.distributed.ingest import Commits, RayOptions, check_scale_out_stores, connect
-from mx_rag.distributed.stages import Embedder, Writer, columns, load_and_split
+from mx_rag.distributed.stages import Embedder, Writer, columns, load_and_split, warm_loader
 from mx_rag.knowledge.ingest import FileEvent, IngestReport, _plan
 from mx_rag.knowledge.knowledge import KnowledgeDB
 
@@ -75,6 +75,7 @@ class RayPool:
         self._load: Any = None
         self._embedders: list[Any] = []
         self._writers: list[Any] = []
+        self.phases: dict[str, float] = {}  # seconds of the last ``ingest`` per phase (logged at INFO)
 
     def __enter__(self) -> RayPool:
         self.start()
@@ -84,8 +85,9 @@ class RayPool:
         self.close()
 
     def start(self) -> float:
-        """Start the actors and wait until every model is loaded and every store open; the
-        seconds that took (0 when the pool was started already).
+        """Start the actors and wait until every model is loaded and every store open (and a
+        loader made in the load tasks' worker processes); the seconds that took (0 when the pool
+        was started already).
 
         Raises:
             ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
@@ -104,8 +106,13 @@ class RayPool:
         self._embedders = [embedder.remote(self.embedder_factory, self.dimension, threads)
                            for _ in range(options.embedders)]
         self._writers = [writer.remote(self.stores_factory) for _ in range(options.writers)]
+        # the load tasks' worker processes too: one loader made per CPU free for loads (Ray keeps
+        # idle workers up to a node's CPU count), so that the first files wait for no imports
+        warm = ray.remote(warm_loader).options(num_cpus=options.load_cpus, scheduling_strategy="SPREAD")
+        free = float(ray.available_resources().get("CPU", 0.0)) - options.embed_cpus * options.embedders
+        loads = [warm.remote(self.loader_factory) for _ in range(max(1, min(8, int(free / options.load_cpus))))]
         try:
-            ray.get([actor.ready.remote() for actor in self._embedders + self._writers])
+            ray.get([actor.ready.remote() for actor in self._embedders + self._writers] + loads)
         except BaseException:
             self.close()
             raise
@@ -126,6 +133,7 @@ class RayPool:
         """
         check_scale_out_stores(knowledge)
         self.start()
+        self.phases = dict.fromkeys(("plan", "register", "pipeline", "repair"), 0.0)
         report = IngestReport()
         given = [str(f) for f in files]
         for start in range(0, len(given), knowledge.max_file_count):
@@ -133,22 +141,31 @@ class RayPool:
                 with knowledge.knowledge_store.write_lock():
                     self._wave(knowledge, given[start : start + knowledge.max_file_count], report, progress)
             finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed
+                began = time.perf_counter()
                 knowledge.repair()
+                self.phases["repair"] += time.perf_counter() - began
+        logger.info("ingested %d files: %s", len(given), ", ".join(f"{k} {v:.2f} s" for k, v in self.phases.items()))
         return report
 
     def _wave(self, knowledge: KnowledgeDB, files: list[str], report: IngestReport,
               progress: Callable[[FileEvent], None] | None) -> None:
         before = len(report.unchanged)
+        began = time.perf_counter()
         jobs = _plan(knowledge, files, True, report)
         for given in report.unchanged[before:]:
             if progress is not None:
                 progress(FileEvent(given, "unchanged"))
+        self.phases["plan"] += time.perf_counter() - began
         if jobs:
             commits = Commits(knowledge, report, progress)
+            began = time.perf_counter()
             rows = [{"doc_id": commits.register(job), "path": str(job.path), "digest": job.digest,
                      "knowledge_id": knowledge.knowledge_id} for job in jobs]
+            self.phases["register"] += time.perf_counter() - began
+            began = time.perf_counter()
             _Run(self, commits).drive(rows)
             commits.finish()
+            self.phases["pipeline"] += time.perf_counter() - began
 
 
 class _Run:

@@ -25,7 +25,7 @@ import numpy as np
 
 from mx_rag.errors import DocumentError, MxRagError
 
-__all__ = ["Embedder", "Writer", "chunk_id", "columns", "load_and_split"]
+__all__ = ["Embedder", "Writer", "chunk_id", "columns", "load_and_split", "warm_loader"]
 
 MAX_ID = 2**63 - 1
 _LOADERS: dict[str, Any] = {}  # loader managers of this worker process, by their factory (its repr)
@@ -43,16 +43,27 @@ def _failure(row: dict[str, Any], reason: str) -> list[dict[str, Any]]:
              "error": reason or "failed"}]
 
 
+def _loader(loader_factory: Callable[[], Any]) -> Any:
+    key = repr(loader_factory)
+    if key not in _LOADERS:
+        _LOADERS[key] = loader_factory()
+    return _LOADERS[key]
+
+
+def warm_loader(loader_factory: Callable[[], Any]) -> bool:
+    """Make this worker process's loader manager (the one ``load_and_split`` uses) before the
+    first file comes: a pool's start runs it, so that the first files wait for no imports."""
+    _loader(loader_factory)
+    return True
+
+
 def load_and_split(row: dict[str, Any], loader_factory: Callable[[], Any]) -> list[dict[str, Any]]:
     """The chunks of one planned document (``doc_id``, ``path``, ``digest``, ``knowledge_id``), as
     the in-process ingestion makes them (the loader manager's ``load_and_split``, blank chunks
     dropped); one row with ``error`` set when the file cannot be read."""
-    key = repr(loader_factory)
-    if key not in _LOADERS:
-        _LOADERS[key] = loader_factory()
     path = Path(row["path"])
     try:
-        docs = [d for d in _LOADERS[key].load_and_split(str(path)) if d.page_content.strip()]
+        docs = [d for d in _loader(loader_factory).load_and_split(str(path)) if d.page_content.strip()]
         if not docs:
             raise DocumentError(f"{path.name}: no text could be extracted")
         metadatas = [json.dumps(dict(d.metadata), allow_nan=False) for d in docs]

@@ -38,6 +38,7 @@ ROUNDS = int(os.environ.get("MXRAG_RAY_KILLS", "0") or 0)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900 + 300 * ROUNDS)  # a round takes 35 to 150 s on the 2 shared cores here
 @pytest.mark.skipif(ROUNDS < 1, reason="a long run: set MXRAG_RAY_KILLS to the number of kills")
 def test_kill_loop(local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
     ray_cluster = local_cluster.address
