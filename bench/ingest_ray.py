@@ -3,20 +3,31 @@
 same real stores: PostgreSQL (registry and chunks) and a Milvus 2.3.5 standalone.
 
 Scenarios, one JSON line each, on one corpus (HotpotQA paragraphs of /work/shared/data/multihop
-written as Markdown files) and one embedding model (``--model``):
+written as Markdown files) and one embedding model (``--model``). Start-up is reported apart from
+the ingestion: ``cluster_start_s`` (the local cluster up and this process connected),
+``actor_start_s`` (the pool's actors started, each model loaded, each writer's stores open) and
+``seconds`` (the ingestion itself, through the warm pool: plan, registry rows, load-and-split
+tasks, embedding, writes, commits, repair).
 
-* ``inprocess``: ``KnowledgeService.ingest``, what ``mxrag ingest`` runs;
-* ``ray_nodes_1`` / ``ray_nodes_2``: ``ingest_on_ray`` on a local cluster made here: a head node
-  (1 CPU: the load tasks and the writers) and 1 or 2 worker nodes of 1 CPU each, one embedding
-  actor per worker node; with the cluster's start time and each node's peak resident memory (the
-  raylet and its worker processes, the head's GCS too);
-* ``simulated_N`` (N = ``--workers``): N embedding actors whose embedder sleeps, per batch, the
-  time the real model took for a batch of the same size here (measured first: ``real_batch_s``),
-  on one head node with N + 1 logical CPUs; the writers and the stores are real. Scaling
-  efficiency = T1 / (N * TN) of the ingestion time.
+* ``inprocess``: ``KnowledgeService.ingest``, what ``mxrag ingest`` runs, the model loaded first
+  (``model_load_s``);
+* ``ray_nodes_1`` / ``ray_nodes_2``: a ``RayPool`` of ``ray_pool`` on a local cluster made here: a
+  head node and 1 or 2 worker nodes, 1 CPU each, one 1-CPU embedding actor per worker node; with
+  each node's peak resident memory (the raylet and its worker processes, the head's GCS too);
+* ``break_even``: the corpus size above which Ray (actor start + chunks / its rate) beats
+  in-process (model load + chunks / its rate), from the lines above;
+* ``simulated_N`` (N = ``--workers``): N embedding actors of 0.1 CPU each (a sleeping actor needs
+  no core, so 16 fit on this machine) whose embedder sleeps, per batch, the time the real model
+  took for a batch of the same size here (measured first: ``real_batch_s``), and returns random
+  unit vectors; the loads, the writers, the stores and the driver are the real ones. One cluster
+  for every N (a head of 2 + 0.1 N CPUs); scaling efficiency = T1 / (N * TN) of ``seconds``;
+* ``ceiling_W``: the same with an embedder that does not sleep (8 actors) and W = 1, 2, 4 writers:
+  what the pipeline and the stores take at most here.
 
-Each scenario writes into a fresh PostgreSQL schema and Milvus collection. Run it under
-``flock /tmp/mxrag-bench.lock``; the environment line has /proc/loadavg.
+The writers' stores are wrapped to log each upsert's time: ``writer_busy`` = upsert seconds /
+(writers * seconds); near 1, the writers are the bottleneck. Each scenario writes into a fresh
+PostgreSQL schema and Milvus collection, checked after the run (``stored``: chunk rows, vectors).
+Run it under ``flock /tmp/mxrag-bench.lock``; every line has /proc/loadavg.
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
+import math
 import os
 import sys
 import tempfile
@@ -40,6 +53,7 @@ from _harness import MULTIHOP, ROOT, emit, environment, loadavg, package_version
 sys.path.insert(0, str(ROOT))
 
 BENCH = "ingest_ray"
+SIM_EMBED_CPUS = 0.1
 
 
 def write_corpus(folder: Path, files: int, per_file: int) -> list[Path]:
@@ -91,10 +105,13 @@ def drop(service: Any) -> None:
 
 
 class NodeMemory:
-    """Peak resident memory per Ray node (a raylet with its process tree), sampled every 0.5 s."""
+    """Peak resident memory per node of ``cluster`` (its raylet with the raylet's process tree;
+    the head's GCS too), sampled every 0.5 s. Only this cluster's processes: another cluster on
+    the machine (a test session's) is not counted."""
 
-    def __init__(self) -> None:
-        self.peak: dict[int, float] = {}
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.peak: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -110,26 +127,21 @@ class NodeMemory:
         import psutil
 
         while not self._stop.wait(0.5):
-            gcs = sum(p.memory_info().rss for p in psutil.process_iter() if _named(p, "gcs_server"))
-            raylets = sorted((p for p in psutil.process_iter() if _named(p, "raylet")), key=lambda p: p.pid)
-            for n, raylet in enumerate(raylets):
+            nodes = [("head", self.cluster.head_node)] + [(f"worker_{n}", node) for n, node in
+                                                          enumerate(self.cluster.worker_nodes, 1)]
+            for name, node in nodes:
                 try:
-                    rss = raylet.memory_info().rss + sum(c.memory_info().rss for c in raylet.children(recursive=True))
+                    roots = [psutil.Process(info.process.pid) for kind in ("raylet", "gcs_server")
+                             for info in node.all_processes.get(kind, [])]
+                    rss = sum(p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
+                              for p in roots)
                 except psutil.Error:
                     continue
-                rss += gcs if n == 0 else 0
-                self.peak[n] = max(self.peak.get(n, 0.0), round(rss / 2**20, 1))
-
-
-def _named(process: Any, name: str) -> bool:
-    try:
-        return name in process.name()
-    except Exception:
-        return False
+                self.peak[name] = max(self.peak.get(name, 0.0), round(rss / 2**20, 1))
 
 
 @contextmanager
-def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[str, float]]:
+def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[Any, float]]:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -145,10 +157,10 @@ def cluster(worker_nodes: int, head_cpus: int = 1) -> Iterator[tuple[str, float]
     for _ in range(worker_nodes):
         add_node(made, num_cpus=1, object_store_memory=store)
     made.wait_for_nodes()
-    ray.init(address=made.address, log_to_driver=False, logging_level="WARNING")
+    ray.init(address=made.address, log_to_driver=False, logging_level=logging.WARNING)
     seconds = time.perf_counter() - started
     try:
-        yield made.address, seconds
+        yield made, seconds
     finally:
         ray.shutdown()
         made.shutdown()
@@ -189,22 +201,130 @@ def sleeping(seconds_per_chunk: float, dimension: int) -> SleepingEmbedder:
     return SleepingEmbedder(seconds_per_chunk, dimension)
 
 
+class TimedStore:
+    """A store whose ``upsert`` appends its duration to ``log`` (one line per call)."""
+
+    def __init__(self, store: Any, log: str) -> None:
+        self.store, self.log = store, log
+
+    def upsert(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        result = self.store.upsert(*args, **kwargs)
+        with open(self.log, "a", encoding="ascii") as handle:
+            handle.write(f"{time.perf_counter() - started:.6f}\n")
+        return result
+
+
+def timed_stores(settings: Any, dimension: int, log: str) -> tuple[Any, Any]:
+    from mx_rag.app import workspace
+
+    return (TimedStore(workspace.chunk_store(settings), log),
+            TimedStore(workspace.vector_store(settings, dimension), log))
+
+
+def busy_seconds(log: Path) -> float:
+    return sum(float(line) for line in log.read_text(encoding="ascii").split()) if log.exists() else 0.0
+
+
+def simulated(args: argparse.Namespace, paths: list[Path], address: str, work: Path, name: str, *,
+              embedders: int, writers: int, per_chunk: float) -> dict[str, Any]:
+    """One simulated run: a fresh pool (its start timed apart), then the ingestion through it."""
+    from mx_rag.distributed import RayOptions, RayPool
+    from mx_rag.document import LoaderMng
+
+    with schema(args.postgres_url) as pg:
+        service = service_for(pg, args.milvus, work / name, args.model)
+        kb = service.open(service.local_principal(), "bench").allowing([str(paths[0].parent)])
+        settings, dimension = service.settings, service.embedding.dimension
+        log = work / f"{name}.writes"
+        pool = RayPool(
+            loader_factory=functools.partial(LoaderMng.with_defaults, chunk_size=settings.upload.chunk_size,
+                                             chunk_overlap=settings.upload.chunk_overlap),
+            embedder_factory=functools.partial(sleeping, per_chunk, dimension),
+            stores_factory=functools.partial(timed_stores, settings, dimension, str(log)), dimension=dimension,
+            address=address, options=RayOptions(embedders=embedders, embed_cpus=SIM_EMBED_CPUS, writers=writers,
+                                                batch_chunks=args.batch))
+        started = time.perf_counter()
+        with pool:  # starts it
+            actor_s = time.perf_counter() - started
+            seconds, report = timed_ingest(lambda: pool.ingest(kb, paths))
+        chunks = sum(report.chunks.values())
+        stored = (service.chunks.count(), service.vectors.count())
+        drop(service)
+    return {"embedders": embedders, "writers": writers, "files": len(paths), "chunks": chunks, "stored": stored,
+            "actor_start_s": round(actor_s, 2), "seconds": round(seconds, 2),
+            "chunks_per_s": round(chunks / seconds, 2),
+            "writer_busy": round(busy_seconds(log) / (writers * seconds), 3),
+            "phases_s": {k: round(v, 2) for k, v in pool.phases.items()},
+            "failed": len(report.failed), "loadavg": loadavg()}
+
+
+def real_runs(args: argparse.Namespace, paths: list[Path], work: Path) -> None:
+    """``inprocess``, ``ray_nodes_1``, ``ray_nodes_2`` and ``break_even``."""
+    from mx_rag.app.scale_out import ingest_on_ray, ray_pool
+    from mx_rag.distributed import RayOptions
+
+    rates: dict[str, tuple[float, float]] = {}  # scenario -> (fixed seconds, chunks/s)
+    with schema(args.postgres_url) as pg:
+        service = service_for(pg, args.milvus, work / "data-in", args.model)
+        who = service.local_principal()
+        started = time.perf_counter()
+        service.embedding.embed_documents(["warm up"])  # the model loaded, as an actor does in its start
+        load_s = time.perf_counter() - started
+        seconds, report = timed_ingest(lambda: service.ingest(who, "bench", paths, white_paths=[paths[0].parent]))
+        chunks = sum(report.chunks.values())
+        emit({"bench": BENCH, "scenario": "inprocess", "files": len(paths), "chunks": chunks,
+              "model_load_s": round(load_s, 2), "seconds": round(seconds, 2),
+              "chunks_per_s": round(chunks / seconds, 2), "loadavg": loadavg()})
+        rates["inprocess"] = (load_s, chunks / seconds)
+        drop(service)
+    for nodes in (1, 2):
+        with schema(args.postgres_url) as pg, cluster(nodes) as (made, start_s), NodeMemory(made) as memory:
+            address = made.address
+            service = service_for(pg, args.milvus, work / f"data-{nodes}", args.model)
+            who = service.local_principal()
+            started = time.perf_counter()
+            options = RayOptions(embedders=nodes, batch_chunks=args.batch)
+            with ray_pool(service, address=address, options=options) as pool:
+                actor_s = time.perf_counter() - started
+                seconds, report = timed_ingest(functools.partial(
+                    ingest_on_ray, service, who, "bench", paths, address=address, white_paths=[paths[0].parent],
+                    pool=pool))
+            chunks = sum(report.chunks.values())
+            stored = (service.chunks.count(), service.vectors.count())
+            drop(service)
+        emit({"bench": BENCH, "scenario": f"ray_nodes_{nodes}", "worker_nodes": nodes, "files": len(paths),
+              "chunks": chunks, "stored": stored, "cluster_start_s": round(start_s, 2),
+              "actor_start_s": round(actor_s, 2), "seconds": round(seconds, 2),
+              "chunks_per_s": round(chunks / seconds, 2), "node_peak_rss_mb": memory.peak,
+              "failed": len(report.failed), "loadavg": loadavg()})
+        rates[f"ray_nodes_{nodes}"] = (actor_s, chunks / seconds)
+    fixed_in, rate_in = rates["inprocess"]
+    for name in ("ray_nodes_1", "ray_nodes_2"):
+        fixed, rate = rates[name]
+        chunks = (fixed - fixed_in) / (1 / rate_in - 1 / rate) if rate > rate_in else None
+        emit({"bench": BENCH, "scenario": "break_even", "ray": name, "chunks": None if chunks is None else
+              max(0, math.ceil(chunks)), "why": "Ray's rate is not above in-process's" if chunks is None else
+              "chunks above which Ray (on a started cluster) is faster, actor start included", "loadavg": loadavg()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--per-file", type=int, default=10, help="HotpotQA paragraphs per file")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--batch", type=int, default=32, help="chunks per embedding call and per write")
-    parser.add_argument("--workers", default="1,2,4,8")
+    parser.add_argument("--workers", default="1,2,4,8,16")
+    parser.add_argument("--ceiling-writers", default="1,2,4")
     parser.add_argument("--sim-files", type=int, default=80, help="files of the simulated runs")
     parser.add_argument("--postgres-url", default=Path("/tmp/pg.url").read_text().strip()
                         if Path("/tmp/pg.url").exists() else None)
     parser.add_argument("--milvus", required=True, help="a Milvus server's URI")
     parser.add_argument("--skip-real", action="store_true")
+    parser.add_argument("--skip-sim", action="store_true")
     args = parser.parse_args()
 
-    from mx_rag.app.scale_out import ingest_on_ray
-    from mx_rag.distributed import RayOptions, ray_ingest
+    from mx_rag.document import LoaderMng
     from mx_rag.embedding.local import TextEmbedding
 
     emit(environment(BENCH, loadavg=loadavg(), cpus=os.cpu_count(), ray=package_version("ray"), model=args.model,
@@ -213,64 +333,35 @@ def main() -> None:
     paths = write_corpus(work / "docs", args.files, args.per_file)
     sim_paths = write_corpus(work / "sim", args.sim_files, args.per_file)
     embedding = TextEmbedding(args.model)
-    from mx_rag.document import LoaderMng
-
     loader = LoaderMng.with_defaults()  # the settings' defaults: 750 characters, 150 overlap
     texts = [d.page_content for p in paths[:8] for d in loader.load_and_split(str(p))][: args.batch]
     embedding.embed_documents(texts)  # loads the model
     started = time.perf_counter()
     embedding.embed_documents(texts)
     batch_s = time.perf_counter() - started
+    per_chunk = batch_s / len(texts)
     emit({"bench": BENCH, "scenario": "real_batch", "chunks": len(texts), "real_batch_s": round(batch_s, 3),
           "loadavg": loadavg()})
-    who = None
     if not args.skip_real:
-        with schema(args.postgres_url) as pg:
-            service = service_for(pg, args.milvus, work / "data-in", args.model)
-            who = service.local_principal()
-            seconds, report = timed_ingest(lambda: service.ingest(who, "bench", paths, white_paths=[paths[0].parent]))
-            chunks = sum(report.chunks.values())
-            emit({"bench": BENCH, "scenario": "inprocess", "files": len(paths), "chunks": chunks,
-                  "seconds": round(seconds, 2), "chunks_per_s": round(chunks / seconds, 2), "loadavg": loadavg()})
-            drop(service)
-        for nodes in (1, 2):
-            with schema(args.postgres_url) as pg, NodeMemory() as memory, cluster(nodes) as (address, start_s):
-                service = service_for(pg, args.milvus, work / f"data-{nodes}", args.model)
-                who = service.local_principal()
-                seconds, report = timed_ingest(lambda s=service, w=who, a=address, n=nodes: ingest_on_ray(
-                    s, w, "bench", paths, address=a, white_paths=[paths[0].parent],
-                    options=RayOptions(embedders=n, batch_chunks=args.batch)))
-                chunks = sum(report.chunks.values())
-                stored = (service.chunks.count(), service.vectors.count())
-                drop(service)
-            emit({"bench": BENCH, "scenario": f"ray_nodes_{nodes}", "worker_nodes": nodes, "files": len(paths),
-                  "chunks": chunks, "stored": stored, "seconds": round(seconds, 2),
-                  "chunks_per_s": round(chunks / seconds, 2), "cluster_start_s": round(start_s, 2),
-                  "node_peak_rss_mb": memory.peak, "failed": len(report.failed), "loadavg": loadavg()})
-    base = None
-    for workers in [int(w) for w in args.workers.split(",")]:
-        with schema(args.postgres_url) as pg, cluster(0, head_cpus=workers + 1) as (address, start_s):
-            service = service_for(pg, args.milvus, work / f"sim-{workers}", args.model)
-            who = service.local_principal()
-            kb = service.open(who, "bench").allowing([str(sim_paths[0].parent)])
-            settings, dimension = service.settings, service.embedding.dimension
-            from mx_rag.app.scale_out import _loader, _stores
-
-            seconds, report = timed_ingest(lambda k=kb, a=address, w=workers, s=settings, d=dimension: ray_ingest(
-                k, sim_paths, loader_factory=functools.partial(_loader, s.upload.chunk_size, s.upload.chunk_overlap),
-                embedder_factory=functools.partial(sleeping, batch_s / len(texts), d),
-                stores_factory=functools.partial(_stores, s, d), dimension=d, address=a,
-                options=RayOptions(embedders=w, batch_chunks=args.batch, writers=2)))
-            chunks = sum(report.chunks.values())
-            stored = (service.chunks.count(), service.vectors.count())
-            drop(service)
-        base = base or seconds
-        emit({"bench": BENCH, "scenario": f"simulated_{workers}", "embedders": workers, "writers": 2,
-              "files": len(sim_paths), "chunks": chunks, "stored": stored, "seconds": round(seconds, 2),
-              "chunks_per_s": round(chunks / seconds, 2), "sleep_per_chunk_s": round(batch_s / len(texts), 4),
-              "efficiency": round(base / (workers * seconds), 3), "ideal_s": round(chunks * batch_s / len(texts)
-                                                                                  / workers, 2),
-              "cluster_start_s": round(start_s, 2), "failed": len(report.failed), "loadavg": loadavg()})
+        real_runs(args, paths, work)
+    workers = [int(w) for w in args.workers.split(",")]
+    head_cpus = 2 + math.ceil(SIM_EMBED_CPUS * max(workers))
+    if args.skip_sim:
+        return
+    with cluster(0, head_cpus=head_cpus) as (made, start_s):
+        address = made.address
+        emit({"bench": BENCH, "scenario": "sim_cluster", "head_cpus": head_cpus, "cluster_start_s": round(start_s, 2),
+              "loadavg": loadavg()})
+        base = None
+        for n in workers:
+            line = simulated(args, sim_paths, address, work, f"sim-{n}", embedders=n, writers=2, per_chunk=per_chunk)
+            base = base or line["seconds"]
+            emit({"bench": BENCH, "scenario": f"simulated_{n}", **line, "sleep_per_chunk_s": round(per_chunk, 4),
+                  "ideal_s": round(line["chunks"] * per_chunk / n, 2),
+                  "efficiency": round(base / (n * line["seconds"]), 3)})
+        for w in [int(w) for w in args.ceiling_writers.split(",")]:
+            line = simulated(args, sim_paths, address, work, f"ceiling-{w}", embedders=8, writers=w, per_chunk=0.0)
+            emit({"bench": BENCH, "scenario": f"ceiling_{w}", **line})
 
 
 if __name__ == "__main__":

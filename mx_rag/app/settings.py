@@ -130,7 +130,9 @@ class IngestSettings(_Section):
         description="ingest on this Ray cluster (\"auto\": the one this machine belongs to), into PostgreSQL and "
         "Milvus; None: in this process",
     )  # fmt: skip
-    ray_embedders: int = Field(default=2, ge=1, le=1024, description="embedding actors (one CPU each) on the cluster")
+    ray_embedders: int = Field(default=2, ge=1, le=1024, description="embedding actors on the cluster")
+    ray_embed_cpus: float = Field(default=1.0, ge=0.01, le=256, description="CPUs each embedding actor reserves (a "
+                                  "fraction lets actors that wait on a remote model server share a core)")
     ray_batch_chunks: int = Field(default=256, ge=1, le=100_000, description="chunks per embedding call and write")
 
 

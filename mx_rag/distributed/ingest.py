@@ -4,11 +4,12 @@
 The driver plans the files as the in-process ingestion does (``mx_rag.knowledge.ingest``: paths
 checked, unchanged files skipped by content hash) and registers each new or changed file as a
 ``pending`` registry row, a changed one as a staged new version. That row is the document's
-manifest. Ray Data then loads and splits the files in tasks, embeds the chunks in an actor pool
-(the model loaded once per actor) and writes them with a few writer actors, which upsert by
-deterministic chunk id (``mx_rag.distributed.stages``). The driver counts the distinct chunks
-written per document and commits it (``pending`` -> ``ready``, or the staged version swapped in)
-once all of them are in both stores; only then do the registry and retrieval show it.
+manifest. A ``RayPool`` (``mx_rag.distributed.pool``) then loads and splits the files in tasks,
+embeds the chunks in an actor pool (the model loaded once per actor) and writes them with a few
+writer actors, which upsert by deterministic chunk id (``mx_rag.distributed.stages``). The driver
+counts the distinct chunks written per document and commits it (``pending`` -> ``ready``, or the
+staged version swapped in) once all of them are in both stores; only then do the registry and
+retrieval show it.
 
 So a retried task or a restarted actor writes the same rows again, never new ones, and a killed
 driver leaves ``pending`` rows that the next open of the knowledge base undoes (``KnowledgeDB``'s
@@ -29,30 +30,34 @@ from pathlib import Path
 from typing import Any
 
 from mx_rag.errors import ParameterError
-from mx_rag.knowledge.ingest import FileEvent, FileJob, IngestReport, plan_files
+from mx_rag.knowledge.ingest import FileEvent, FileJob, IngestReport
 from mx_rag.knowledge.knowledge import KnowledgeDB
 from mx_rag.knowledge.models import PENDING
-from mx_rag.utils.checks import check_int
+from mx_rag.utils.checks import check_int, check_number
 from mx_rag.utils.lazy import extra_import
 
-__all__ = ["RayOptions", "check_scale_out_stores", "connect", "ray_ingest"]
+__all__ = ["Commits", "RayOptions", "check_scale_out_stores", "connect", "ray_ingest"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RayOptions:
-    """How the work is spread: ``embedders`` actors with ``embed_cpus`` CPUs each, ``writers``
-    writer actors, ``batch_chunks`` chunks per embedding call and per write."""
+    """How the work is spread: ``embedders`` actors with ``embed_cpus`` CPUs each (a fraction
+    lets several share a core, e.g. actors that wait on a remote model server), ``writers``
+    writer actors, ``batch_chunks`` chunks per embedding call and per write, ``load_cpus`` CPUs
+    per load-and-split task."""
 
     embedders: int = 1
-    embed_cpus: int = 1
+    embed_cpus: float = 1
     writers: int = 2
     batch_chunks: int = 256
+    load_cpus: float = 1
 
     def __post_init__(self) -> None:
         check_int("embedders", self.embedders, 1, 1024)
-        check_int("embed_cpus", self.embed_cpus, 1, 256)
+        check_number("embed_cpus", self.embed_cpus, 0.01, 256)
+        check_number("load_cpus", self.load_cpus, 0.01, 256)
         check_int("writers", self.writers, 1, 64)
         check_int("batch_chunks", self.batch_chunks, 1, 100_000)
 
@@ -82,11 +87,8 @@ def connect(address: str) -> Any:
     to) unless this process is connected already."""
     with extra_import("ray", "ray", only=("ray",)):
         import ray
-        import ray.data
     if not ray.is_initialized():
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
     return ray
 
 
@@ -115,22 +117,15 @@ def ray_ingest(
         ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
         ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
     """
+    from mx_rag.distributed.pool import RayPool
+
     check_scale_out_stores(knowledge)
-    options = options or RayOptions()
-    ray = connect(address)
-    report = IngestReport()
-    given = [str(f) for f in files]
-    for start in range(0, len(given), knowledge.max_file_count):
-        try:
-            with knowledge.knowledge_store.write_lock():
-                _wave(ray, knowledge, given[start : start + knowledge.max_file_count], report, progress,
-                      (loader_factory, embedder_factory, stores_factory, dimension), options)
-        finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed
-            knowledge.repair()
-    return report
+    with RayPool(loader_factory=loader_factory, embedder_factory=embedder_factory, stores_factory=stores_factory,
+                 dimension=dimension, address=address, options=options) as pool:
+        return pool.ingest(knowledge, files, progress=progress)
 
 
-class _Commits:
+class Commits:
     """The documents of one wave: their jobs, the chunks written so far, and their commits."""
 
     def __init__(self, knowledge: KnowledgeDB, report: IngestReport, progress: Callable[[FileEvent], None] | None):
@@ -195,33 +190,3 @@ class _Commits:
     def _tell(self, event: FileEvent) -> None:
         if self.progress is not None:
             self.progress(event)
-
-
-def _wave(ray: Any, knowledge: KnowledgeDB, files: list[str], report: IngestReport,
-          progress: Callable[[FileEvent], None] | None, parts: tuple[Any, ...], options: RayOptions) -> None:
-    from mx_rag.distributed.stages import Embedder, Writer, load_and_split
-
-    loader_factory, embedder_factory, stores_factory, dimension = parts
-    before = len(report.unchanged)
-    jobs = plan_files(knowledge, files, True, report)
-    for given in report.unchanged[before:]:
-        if progress is not None:
-            progress(FileEvent(given, "unchanged"))
-    if not jobs:
-        return
-    commits = _Commits(knowledge, report, progress)
-    rows = [{"doc_id": commits.register(job), "path": str(job.path), "digest": job.digest,
-             "knowledge_id": knowledge.knowledge_id} for job in jobs]
-    dataset = (
-        ray.data.from_items(rows, override_num_blocks=min(len(rows), 200))
-        .flat_map(load_and_split, fn_kwargs={"loader_factory": loader_factory})
-        .map_batches(Embedder, fn_constructor_kwargs={"factory": embedder_factory, "dimension": dimension,
-                                                      "threads": options.embed_cpus},
-                     batch_size=options.batch_chunks, batch_format="numpy", num_cpus=options.embed_cpus,
-                     compute=ray.data.ActorPoolStrategy(size=options.embedders))
-        .map_batches(Writer, fn_constructor_kwargs={"stores": stores_factory}, batch_size=options.batch_chunks,
-                     batch_format="numpy", num_cpus=0, compute=ray.data.ActorPoolStrategy(size=options.writers))
-    )
-    for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-        commits.take(batch)
-    commits.finish()

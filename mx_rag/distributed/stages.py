@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The stages of scale-out ingestion as Ray runs them: load and split (tasks), embed (an actor
-pool), write (a few actors). Rows are plain dicts of ints and strings so that Ray Data carries
-them in Arrow blocks; nothing here imports Ray, so each stage is an ordinary function or class.
+pool), write (a few actors). A task returns its chunks as plain dicts of ints and strings; a batch
+is a dict of numpy columns. Nothing here imports Ray, so each stage is an ordinary function or
+class (``mx_rag.distributed.pool`` makes the tasks and actors of them).
 
 Every chunk's id is ``chunk_id(knowledge base, document path, content hash, chunk index)``, and
 the writers upsert by it into PostgreSQL (``PostgresDocstore.upsert``) and Milvus
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ import numpy as np
 
 from mx_rag.errors import DocumentError, MxRagError
 
-__all__ = ["Embedder", "Writer", "chunk_id", "load_and_split"]
+__all__ = ["Embedder", "Writer", "chunk_id", "columns", "load_and_split", "warm_loader"]
 
 MAX_ID = 2**63 - 1
 _LOADERS: dict[str, Any] = {}  # loader managers of this worker process, by their factory (its repr)
@@ -41,16 +43,27 @@ def _failure(row: dict[str, Any], reason: str) -> list[dict[str, Any]]:
              "error": reason or "failed"}]
 
 
+def _loader(loader_factory: Callable[[], Any]) -> Any:
+    key = repr(loader_factory)
+    if key not in _LOADERS:
+        _LOADERS[key] = loader_factory()
+    return _LOADERS[key]
+
+
+def warm_loader(loader_factory: Callable[[], Any]) -> bool:
+    """Make this worker process's loader manager (the one ``load_and_split`` uses) before the
+    first file comes: a pool's start runs it, so that the first files wait for no imports."""
+    _loader(loader_factory)
+    return True
+
+
 def load_and_split(row: dict[str, Any], loader_factory: Callable[[], Any]) -> list[dict[str, Any]]:
     """The chunks of one planned document (``doc_id``, ``path``, ``digest``, ``knowledge_id``), as
     the in-process ingestion makes them (the loader manager's ``load_and_split``, blank chunks
     dropped); one row with ``error`` set when the file cannot be read."""
-    key = repr(loader_factory)
-    if key not in _LOADERS:
-        _LOADERS[key] = loader_factory()
     path = Path(row["path"])
     try:
-        docs = [d for d in _LOADERS[key].load_and_split(str(path)) if d.page_content.strip()]
+        docs = [d for d in _loader(loader_factory).load_and_split(str(path)) if d.page_content.strip()]
         if not docs:
             raise DocumentError(f"{path.name}: no text could be extracted")
         metadatas = [json.dumps(dict(d.metadata), allow_nan=False) for d in docs]
@@ -65,30 +78,47 @@ def load_and_split(row: dict[str, Any], loader_factory: Callable[[], Any]) -> li
     ]
 
 
+def columns(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Chunk rows (``load_and_split``'s) as one batch: a numpy column per field."""
+    return {name: np.asarray([row[name] for row in rows]) for name in rows[0]}
+
+
 class Embedder:
-    """An embedding actor: the model is loaded once, in ``__init__``; each call embeds a batch.
+    """An embedding actor: the model is loaded once, in ``__init__``; ``embed`` embeds a batch.
 
     Args:
         factory: makes the embedding function (``texts -> vectors``); called once per actor.
         dimension: the vectors' dimension (rows of failed documents get zeros).
-        threads: torch threads of this actor (at most the CPUs Ray gave it).
+        threads: torch threads of this actor (at most the CPUs Ray gave it), set when the
+            embedding function uses torch.
     """
 
     def __init__(self, factory: Callable[[], Callable[[list[str]], Any]], dimension: int, threads: int = 1) -> None:
-        with contextlib.suppress(ImportError):
-            import torch
+        self.model = factory()
+        self.dimension, self.threads = dimension, max(1, threads)
+        self._bound = False
+        self._bound_threads()
 
-            torch.set_num_threads(max(1, threads))
-        self.embed = factory()
-        self.dimension = dimension
+    def _bound_threads(self) -> None:
+        """Torch's threads set to ``threads`` once the model has imported torch (a sleeping or
+        remote embedder never does)."""
+        if not self._bound and "torch" in sys.modules:
+            with contextlib.suppress(RuntimeError):
+                sys.modules["torch"].set_num_threads(self.threads)
+            self._bound = True
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def ready(self) -> bool:
+        """True once the model is loaded (what the pool waits for)."""
+        return True
+
+    def embed(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from mx_rag.knowledge.knowledge import embed_texts
 
+        self._bound_threads()
         ok = np.flatnonzero(batch["error"] == "")
         vectors = np.zeros((len(batch["error"]), self.dimension), dtype=np.float32)
         if len(ok):
-            dense, _ = embed_texts(self.embed, [str(t) for t in batch["text"][ok]])
+            dense, _ = embed_texts(self.model, [str(t) for t in batch["text"][ok]])
             vectors[ok] = dense
         return {**batch, "vector": vectors}
 
@@ -104,7 +134,11 @@ class Writer:
     def __init__(self, stores: Callable[[], tuple[Any, Any]]) -> None:
         self.chunks, self.vectors = stores()
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def ready(self) -> bool:
+        """True once the stores are open (what the pool waits for)."""
+        return True
+
+    def write(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from mx_rag.storage.document_store.base_storage import MxDocument
 
         ok = np.flatnonzero(batch["error"] == "")

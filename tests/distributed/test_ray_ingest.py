@@ -21,7 +21,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from mx_rag.app.scale_out import ingest_on_ray
+from mx_rag.app.scale_out import ingest_on_ray, ray_pool
 from mx_rag.app.service import KnowledgeService
 from mx_rag.app.settings import ServerSettings, load_settings
 from mx_rag.app.users import Principal
@@ -29,7 +29,7 @@ from mx_rag.distributed import RayOptions, chunk_id
 from mx_rag.document import LoaderMng
 from mx_rag.embedding.local.model_info import MINILM_NAME
 from mx_rag.knowledge.ingest import file_digest
-from tests.distributed.conftest import Stack
+from tests.distributed.conftest import Stack, add_worker_node
 
 pytestmark = pytest.mark.slow
 
@@ -97,12 +97,12 @@ def assert_exact(service: KnowledgeService, want: dict[str, list[str]]) -> None:
         assert sorted(got["texts"][path]) == sorted(texts)
 
 
-def run(service: KnowledgeService, paths: list[Path], address: str, **options: int) -> Any:
+def run(service: KnowledgeService, paths: list[Path], address: str, pool: Any = None, **options: float) -> Any:
     who = Principal.local()
     if KB not in service.names(who):
         service.create(who, KB)
     return ingest_on_ray(service, who, KB, paths, address=address, white_paths=[paths[0].parent],
-                         options=RayOptions(**options))
+                         options=RayOptions(**options), pool=pool)
 
 
 def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_chunks(ray_cluster: str, stack: Stack,
@@ -110,7 +110,13 @@ def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_c
     service = KnowledgeService(settings(stack))
     paths = corpus(tmp_path / "docs")
     want = expected(service, paths)
-    report = run(service, paths, ray_cluster)
+    with ray_pool(service, address=ray_cluster, options=RayOptions(embedders=1)) as pool:  # one pool, three runs
+        check_three_runs(service, paths, want, ray_cluster, pool)
+
+
+def check_three_runs(service: KnowledgeService, paths: list[Path], want: dict[str, list[str]], ray_cluster: str,
+                     pool: Any) -> None:
+    report = run(service, paths, ray_cluster, pool)
     assert sorted(report.added) == sorted(map(str, paths)) and not report.failed
     assert_exact(service, want)
     kb = service.open(Principal.local(), KB)
@@ -118,16 +124,16 @@ def test_a_clean_run_is_exact_a_rerun_skips_it_and_a_changed_file_replaces_its_c
     ids = set(stored(service)["chunk_ids"])
     path = str(paths[0].resolve())
     assert chunk_id(kb.knowledge_id, path, file_digest(paths[0]), 0) in ids  # deterministic ids
-    again = run(service, paths, ray_cluster)
+    again = run(service, paths, ray_cluster, pool)
     assert sorted(again.unchanged) == sorted(map(str, paths)) and not again.added
     assert_exact(service, want)
     hits = service.retriever(Principal.local(), KB).invoke("Note 203 ends here")
     assert hits and hits[0].metadata.get("source", "").endswith("rocks-2.md")
     digest = file_digest(paths[0])
     old = {chunk_id(kb.knowledge_id, path, digest, i) for i in range(len(want[path]))}
-    corpus(tmp_path / "docs", files=1, paragraphs=14, seed=5)  # rocks-0.md now longer, other words
+    corpus(paths[0].parent, files=1, paragraphs=14, seed=5)  # rocks-0.md now longer, other words
     want = expected(service, paths)
-    report = run(service, paths, ray_cluster)
+    report = run(service, paths, ray_cluster, pool)
     assert report.replaced == [str(paths[0])] and sorted(report.unchanged) == sorted(map(str, paths[1:]))
     assert_exact(service, want)
     assert old <= ids and not old & set(stored(service)["chunk_ids"])  # the old version's chunks are gone
@@ -139,26 +145,84 @@ def chunk_rows(service: KnowledgeService) -> int:
         return int(conn.execute(text("SELECT count(*) FROM chunks_table")).scalar() or 0)
 
 
-def embedder_pids() -> list[int]:
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if "Embedder" in " ".join(p.info["cmdline"] or [])]
+def node_processes(node: Any) -> dict[int, str]:
+    """The processes a Ray node's raylet started (its workers and actors): pid -> command line."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    found = {}
+    for child in psutil.Process(raylet).children(recursive=True):
+        try:
+            found[child.pid] = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+    return found
 
 
-def kill_actor_mid_run(service: KnowledgeService, paths: list[Path], address: str, rows_before: int) -> Any:
+def embedder_pids(cluster: Any) -> list[int]:
+    """The embedding actors' processes of this cluster (not of another session's on the machine)."""
+    return sorted(pid for node in [cluster.head_node, *cluster.worker_nodes]
+                  for pid, line in node_processes(node).items() if "Embedder" in line)
+
+
+def kill_actor_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int) -> Any:
     """Ingest ``paths`` in batches of 4 chunks, SIGKILL the embedding actor's process once more than
     ``rows_before`` chunk rows are stored (mid-run); the run's report (the run must go on)."""
     done: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, address, batch_chunks=4)))
+    worker = threading.Thread(target=lambda: done.update(report=run(service, paths, cluster.address, batch_chunks=4)))
     worker.start()
     killed = []
     deadline = time.monotonic() + 120
     while worker.is_alive() and not killed and time.monotonic() < deadline:
-        pids = embedder_pids()
+        pids = embedder_pids(cluster)
         if pids and chunk_rows(service) > rows_before:  # some chunks written, the actor still busy
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
         time.sleep(0.05)
     worker.join(180)
     assert killed, "the run ended before an embedding actor could be killed"
+    return done["report"]
+
+
+def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int,
+                      actor_first: bool = False) -> Any:
+    """Ingest ``paths`` with two embedding actors of half a CPU each (spread: one per node) in
+    batches of 4 chunks; once more than ``rows_before`` chunk rows are stored and an embedding
+    actor runs on the worker node, kill that node's processes with SIGKILL, raylet first (as a
+    machine that loses power), then add a new worker node (as an autoscaler would). With
+    ``actor_first``, an embedding actor's process is SIGKILLed first, and the node once more rows
+    are stored after that. The run's report (the run must go on)."""
+    done: dict[str, Any] = {}
+
+    def ingest() -> None:
+        try:
+            done["report"] = run(service, paths, cluster.address, batch_chunks=4, embedders=2, embed_cpus=0.5,
+                                 load_cpus=0.5)
+        except BaseException as exc:  # re-raised below, in the test's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=ingest)
+    worker.start()
+    node = next(iter(cluster.worker_nodes))
+    actor_killed, node_killed = not actor_first, False
+    deadline = time.monotonic() + 150
+    while worker.is_alive() and not node_killed and time.monotonic() < deadline:
+        rows = chunk_rows(service)
+        if not actor_killed:
+            pids = embedder_pids(cluster)
+            if pids and rows > rows_before:
+                os.kill(pids[0], signal.SIGKILL)
+                actor_killed, rows_before = True, rows
+        elif any("Embedder" in line for line in node_processes(node).values()) and rows > rows_before:
+            cluster.remove_node(node, allow_graceful=False)
+            node_killed = True
+        time.sleep(0.05)
+    if node_killed:
+        add_worker_node(cluster)
+    worker.join(240)
+    assert actor_killed and node_killed, "the run ended before the actor and the worker node could be killed"
+    if "error" in done:
+        raise done["error"]
     return done["report"]
 
 
@@ -190,16 +254,6 @@ def ready_documents_complete(service: KnowledgeService, *versions: dict[str, lis
     return len(seen["ready"])
 
 
-def test_a_killed_embedding_actor_is_restarted_and_nothing_is_written_twice(ray_cluster: str, stack: Stack,
-                                                                             tmp_path: Path) -> None:
-    service = KnowledgeService(settings(stack))
-    paths = corpus(tmp_path / "docs", files=8)
-    want = expected(service, paths)
-    report = kill_actor_mid_run(service, paths, ray_cluster, 0)
-    assert not report.failed
-    assert_exact(service, want)
-
-
 def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(ray_cluster: str, stack: Stack,
                                                                                 tmp_path: Path) -> None:
     service = KnowledgeService(settings(stack))
@@ -210,4 +264,14 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
     assert ready_documents_complete(service, want) < len(want)
     report = run(KnowledgeService(settings(stack)), paths, ray_cluster)
     assert not report.failed and sorted(report.added + report.unchanged) == sorted(map(str, paths))
+    assert_exact(service, want)
+
+
+def test_a_killed_actor_then_a_killed_worker_node_lose_nothing_and_write_nothing_twice(
+        local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
+    service = KnowledgeService(settings(stack))
+    paths = corpus(tmp_path / "docs", files=16)
+    want = expected(service, paths)
+    report = kill_node_mid_run(local_cluster, service, paths, 0, actor_first=True)
+    assert not report.failed
     assert_exact(service, want)

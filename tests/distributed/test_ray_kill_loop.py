@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The long run of docs/reliability.md: ``MXRAG_RAY_KILLS=N`` rounds, each changing every file, then
-killing the embedding actor or the driver (in turn) mid-run, then checking what is visible (each
-ready document is one whole version) and, after a rerun, that the stores are exact. Skipped in CI.
+killing, in turn, the embedding actor, the driver or the worker node (then replaced) mid-run, then
+checking what is visible (each ready document is one whole version) and, after a rerun where the
+driver was killed, that the stores are exact. Skipped in CI.
 
     MXRAG_RAY_KILLS=20 MXRAG_TEST_POSTGRES_URL=$(cat /tmp/pg.url) pytest -q tests/distributed/test_ray_kill_loop.py -s
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +27,7 @@ from tests.distributed.test_ray_ingest import (
     expected,
     kill_actor_mid_run,
     kill_driver_mid_run,
+    kill_node_mid_run,
     ready_documents_complete,
     run,
     settings,
@@ -34,26 +38,32 @@ ROUNDS = int(os.environ.get("MXRAG_RAY_KILLS", "0") or 0)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900 + 300 * ROUNDS)  # a round takes 35 to 150 s on the 2 shared cores here
 @pytest.mark.skipif(ROUNDS < 1, reason="a long run: set MXRAG_RAY_KILLS to the number of kills")
-def test_kill_loop(ray_cluster: str, stack: Stack, tmp_path: Path) -> None:
+def test_kill_loop(local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
+    ray_cluster = local_cluster.address
     service = KnowledgeService(settings(stack))
     service.create(Principal.local(), KB)
     paths = corpus(tmp_path / "docs", files=8)
     previous = {path: [] for path in expected(service, paths)}
-    kills = {"actor": 0, "driver": 0}
+    kills = {"actor": 0, "driver": 0, "node": 0}
     for turn in range(ROUNDS):
+        started = time.monotonic()
         corpus(tmp_path / "docs", files=8, paragraphs=6 + turn % 5, seed=turn + 1)  # every file changes
         want = expected(service, paths)
         rows = len(stored(service)["chunk_ids"])
-        if turn % 2:
+        if turn % 3 == 1:
             kill_driver_mid_run(stack, paths, ray_cluster, service, rows)
             kills["driver"] += 1
             ready_documents_complete(service, want, previous)
             run(KnowledgeService(settings(stack)), paths, ray_cluster)
+        elif turn % 3 == 2:
+            assert not kill_node_mid_run(local_cluster, service, paths, rows).failed
+            kills["node"] += 1
         else:
-            kill_actor_mid_run(service, paths, ray_cluster, rows)
+            assert not kill_actor_mid_run(local_cluster, service, paths, rows).failed
             kills["actor"] += 1
         assert_exact(service, want)
         previous = want
-        print(json.dumps({"turn": turn, **kills, "chunks": sum(len(v) for v in want.values()), "exact": True}),
-              flush=True)
+        print(json.dumps({"turn": turn, **kills, "chunks": sum(len(v) for v in want.values()), "exact": True,
+                          "seconds": round(time.monotonic() - started, 1), "loadavg": os.getloadavg()[0]}), flush=True)

@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``RayPool``: the actors of scale-out ingestion, started once and kept for every wave of files
+and every run that goes through the pool.
+
+A pool holds ``embedders`` embedding actors (each loads the model once, in its constructor) and
+``writers`` writer actors (each opens the shared stores once), spread over the cluster's nodes.
+``ingest`` plans the files (``mx_rag.distributed.ingest``), then drives the stages from this
+process: load-and-split tasks (retried by Ray when their worker or node dies), batches of
+``batch_chunks`` chunks sent to the least busy embedder and on, as an object reference, to a
+writer; at most two batches per embedder in flight. Ray restarts a dead actor (``max_restarts``)
+and runs its calls again (``max_task_retries``); a batch whose write still fails (its object lost
+with a node, a store error) is sent again, up to ``BATCH_ATTEMPTS`` times, and the writers'
+upserts by chunk id make every repeat harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mx_rag.distributed.ingest import Commits, RayOptions, check_scale_out_stores, connect
+from mx_rag.distributed.stages import Embedder, Writer, columns, load_and_split, warm_loader
+from mx_rag.knowledge.ingest import FileEvent, IngestReport, plan_files
+from mx_rag.knowledge.knowledge import KnowledgeDB
+
+__all__ = ["BATCH_ATTEMPTS", "RayPool"]
+
+logger = logging.getLogger(__name__)
+
+BATCH_ATTEMPTS = 5  # sends of one batch before its documents are reported failed
+LOAD_RETRIES = 5  # Ray's retries of a load task whose worker or node died
+IN_FLIGHT_PER_EMBEDDER = 2  # batches queued per embedding actor: one running, one waiting
+
+
+@dataclass
+class _Batch:
+    rows: list[dict[str, Any]]
+    attempts: int = 0
+    embedder: int = 0
+    writer: int = 0
+    docs: list[int] = field(default_factory=list)
+
+
+class RayPool:
+    """The embedding and writer actors of scale-out ingestion on the cluster at ``address``.
+
+    Use it as a context manager (or call ``start`` and ``close``); ``ingest`` may be called many
+    times, on several knowledge bases with the same stores, and the actors stay warm in between.
+
+    Args:
+        loader_factory: makes the ``LoaderMng`` (once per worker process).
+        embedder_factory: makes the embedding function ``texts -> vectors`` (once per actor).
+        stores_factory: makes ``(chunk_store, vector_store)`` for a writer: the knowledge base's
+            stores, reached from another machine.
+        dimension: the vectors' dimension.
+        address: the cluster (``auto``: the one this machine belongs to).
+        options: how the work is spread (``RayOptions``).
+    """
+
+    def __init__(self, *, loader_factory: Callable[[], Any], embedder_factory: Callable[[], Callable[[list[str]], Any]],
+                 stores_factory: Callable[[], tuple[Any, Any]], dimension: int, address: str = "auto",
+                 options: RayOptions | None = None) -> None:
+        self.loader_factory, self.embedder_factory = loader_factory, embedder_factory
+        self.stores_factory = stores_factory
+        self.dimension, self.address = dimension, address
+        self.options = options or RayOptions()
+        self._ray: Any = None
+        self._load: Any = None
+        self._embedders: list[Any] = []
+        self._writers: list[Any] = []
+        self.phases: dict[str, float] = {}  # seconds of the last ``ingest`` per phase (logged at INFO)
+
+    def __enter__(self) -> RayPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> float:
+        """Start the actors and wait until every model is loaded and every store open (and a
+        loader made in the load tasks' worker processes); the seconds that took (0 when the pool
+        was started already).
+
+        Raises:
+            ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
+        """
+        if self._embedders:
+            return 0.0
+        started = time.perf_counter()
+        ray = self._ray = connect(self.address)
+        options = self.options
+        restart = {"max_restarts": -1, "max_task_retries": -1, "scheduling_strategy": "SPREAD"}
+        self._load = ray.remote(load_and_split).options(num_cpus=options.load_cpus, max_retries=LOAD_RETRIES,
+                                                        scheduling_strategy="SPREAD")
+        embedder = ray.remote(Embedder).options(num_cpus=options.embed_cpus, **restart)
+        writer = ray.remote(Writer).options(num_cpus=0, **restart)
+        threads = max(1, int(options.embed_cpus))
+        self._embedders = [embedder.remote(self.embedder_factory, self.dimension, threads)
+                           for _ in range(options.embedders)]
+        self._writers = [writer.remote(self.stores_factory) for _ in range(options.writers)]
+        # the load tasks' worker processes too: one loader made per CPU free for loads (Ray keeps
+        # idle workers up to a node's CPU count), so that the first files wait for no imports
+        warm = ray.remote(warm_loader).options(num_cpus=options.load_cpus, scheduling_strategy="SPREAD")
+        free = float(ray.available_resources().get("CPU", 0.0)) - options.embed_cpus * options.embedders
+        loads = [warm.remote(self.loader_factory) for _ in range(max(1, min(8, int(free / options.load_cpus))))]
+        try:
+            ray.get([actor.ready.remote() for actor in self._embedders + self._writers] + loads)
+        except BaseException:
+            self.close()
+            raise
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        """Stop the actors (the pool can be started again)."""
+        for actor in self._embedders + self._writers:
+            self._ray.kill(actor, no_restart=True)
+        self._embedders, self._writers = [], []
+
+    def ingest(self, knowledge: KnowledgeDB, files: Sequence[str | Path], *,
+               progress: Callable[[FileEvent], None] | None = None) -> IngestReport:
+        """Ingest ``files`` into ``knowledge`` exactly once; report per file (as ``ray_ingest``).
+
+        Raises:
+            ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
+        """
+        check_scale_out_stores(knowledge)
+        self.start()
+        self.phases = dict.fromkeys(("plan", "register", "pipeline", "repair"), 0.0)
+        report = IngestReport()
+        given = [str(f) for f in files]
+        for start in range(0, len(given), knowledge.max_file_count):
+            try:
+                with knowledge.knowledge_store.write_lock():
+                    self._wave(knowledge, given[start : start + knowledge.max_file_count], report, progress)
+            finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed
+                began = time.perf_counter()
+                knowledge.repair()
+                self.phases["repair"] += time.perf_counter() - began
+        logger.info("ingested %d files: %s", len(given), ", ".join(f"{k} {v:.2f} s" for k, v in self.phases.items()))
+        return report
+
+    def _wave(self, knowledge: KnowledgeDB, files: list[str], report: IngestReport,
+              progress: Callable[[FileEvent], None] | None) -> None:
+        before = len(report.unchanged)
+        began = time.perf_counter()
+        jobs = plan_files(knowledge, files, True, report)
+        for given in report.unchanged[before:]:
+            if progress is not None:
+                progress(FileEvent(given, "unchanged"))
+        self.phases["plan"] += time.perf_counter() - began
+        if jobs:
+            commits = Commits(knowledge, report, progress)
+            began = time.perf_counter()
+            rows = [{"doc_id": commits.register(job), "path": str(job.path), "digest": job.digest,
+                     "knowledge_id": knowledge.knowledge_id} for job in jobs]
+            self.phases["register"] += time.perf_counter() - began
+            began = time.perf_counter()
+            _Run(self, commits).drive(rows)
+            commits.finish()
+            self.phases["pipeline"] += time.perf_counter() - began
+
+
+class _Run:
+    """One wave's flow through the pool: loads, batches, embeds, writes, commits."""
+
+    def __init__(self, pool: RayPool, commits: Commits) -> None:
+        self.ray, self.pool, self.commits = pool._ray, pool, commits
+        self.batch = pool.options.batch_chunks
+        self.loading: dict[Any, dict[str, Any]] = {}
+        self.waiting: list[dict[str, Any]] = []  # chunks loaded, not yet in a batch
+        self.writing: dict[Any, _Batch] = {}
+        self.embed_busy: Counter[int] = Counter()
+        self.write_busy: Counter[int] = Counter()
+        cpus = float(self.ray.cluster_resources().get("CPU", 1.0))
+        self.max_loads = max(2, int(2 * cpus / pool.options.load_cpus))
+        self.max_batches = IN_FLIGHT_PER_EMBEDDER * len(pool._embedders)
+
+    def drive(self, rows: list[dict[str, Any]]) -> None:
+        todo = deque(rows)
+        while todo or self.loading or self.waiting or self.writing:
+            while todo and len(self.loading) < self.max_loads and len(self.waiting) < self.batch * self.max_batches:
+                row = todo.popleft()
+                self.loading[self.pool._load.remote(row, self.pool.loader_factory)] = row
+            while self.waiting and len(self.writing) < self.max_batches and (
+                    len(self.waiting) >= self.batch or not (todo or self.loading)):
+                rows_now, self.waiting = self.waiting[: self.batch], self.waiting[self.batch :]
+                self._send(_Batch(rows_now, docs=sorted({int(r["doc_id"]) for r in rows_now})))
+            pending = list(self.loading) + list(self.writing)
+            if not pending:
+                continue
+            done, _ = self.ray.wait(pending, num_returns=1, timeout=5.0)
+            if done:  # and whatever else is finished by now
+                done, _ = self.ray.wait(pending, num_returns=len(pending), timeout=0)
+            for ref in done:
+                if ref in self.loading:
+                    self._loaded(ref)
+                else:
+                    self._written(ref)
+
+    def _send(self, batch: _Batch) -> None:
+        embedder = min(range(len(self.pool._embedders)), key=lambda i: (self.embed_busy[i], i))
+        writer = min(range(len(self.pool._writers)), key=lambda i: (self.write_busy[i], i))
+        batch.embedder, batch.writer = embedder, writer
+        self.embed_busy[embedder] += 1
+        self.write_busy[writer] += 1
+        embedded = self.pool._embedders[embedder].embed.remote(columns(batch.rows))
+        self.writing[self.pool._writers[writer].write.remote(embedded)] = batch
+
+    def _loaded(self, ref: Any) -> None:
+        row = self.loading.pop(ref)
+        try:
+            chunks = self.ray.get(ref)
+        except self.ray.exceptions.RayError as exc:  # its worker or node died LOAD_RETRIES times
+            chunks = [{"doc_id": row["doc_id"], "chunk_id": -1, "total": 0, "error": f"cannot load it: {_reason(exc)}"}]
+        failed = [c for c in chunks if c["error"]]
+        if failed:
+            self.commits.take(columns([{k: c[k] for k in ("doc_id", "chunk_id", "total", "error")} for c in failed]))
+        self.waiting.extend(c for c in chunks if not c["error"])
+
+    def _written(self, ref: Any) -> None:
+        batch = self.writing.pop(ref)
+        self.embed_busy[batch.embedder] -= 1
+        self.write_busy[batch.writer] -= 1
+        try:
+            result = self.ray.get(ref)
+        except self.ray.exceptions.RayError as exc:
+            batch.attempts += 1
+            if batch.attempts < BATCH_ATTEMPTS:
+                logger.warning("a batch of %d chunks was not written (%s): sending it again", len(batch.rows),
+                               type(exc).__name__)
+                self._send(batch)
+            else:
+                reason = f"its chunks could not be written: {_reason(exc)}"
+                self.commits.take({"doc_id": np.asarray(batch.docs), "chunk_id": np.full(len(batch.docs), -1),
+                                   "total": np.zeros(len(batch.docs), dtype=np.int64),
+                                   "error": np.asarray([reason] * len(batch.docs))})
+            return
+        self.commits.take(result)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a Ray error: the last line of its text (a remote traceback ends with the
+    exception's own message)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
