@@ -6,8 +6,8 @@ file + ``MindFAISS`` FLAT, inner product), or over Milvus (``MilvusDocstore`` + 
 milvus-lite file), holds N documents of 4 chunks each (``--sizes``, documents; default 1,000,
 10,000, 100,000 and 250,000 = 1M chunks). Chunks are ~40 words drawn (Zipf) from 5,000 synthetic
 words; vectors are ``HashEmbedding(--dim)`` vectors (computed in numpy, the same values), so no
-model time is involved. Stores are built once through ``KnowledgeDB.add_prepared`` (batches of 500
-documents) and cached under ``--cache-dir``.
+model time is involved. Stores are built once with the rows ``KnowledgeDB.add_prepared`` writes, a batch of
+500 documents at a time (``bulk_add``), and cached under ``--cache-dir``.
 
 Contenders per (store, size), each timed on the same 30 queries (6 words from the vocabulary,
 embedded by ``HashEmbedding`` inside the retrievers), k=5, in rotating order query by query:
@@ -125,8 +125,9 @@ OPENERS = {"faiss": open_faiss, "milvus": open_milvus}
 
 def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
     """What ``add_prepared`` writes for ready documents, in one transaction per store for the batch:
-    registry rows (ready), chunk rows with their full-text rows, vectors. ``add_prepared`` spends
-    ~12 ms a document in per-document transactions and lookups, which makes 250,000 take an hour."""
+    registry rows (ready), chunk rows with their full-text rows (Milvus: in a few insert requests), vectors.
+    ``add_prepared`` spends ~12 ms a document in per-document transactions and lookups (milvus-lite:
+    ~50 ms), which makes 250,000 take an hour."""
     from mx_rag.knowledge.models import READY, DocumentModel
     from mx_rag.storage.document_store.base_storage import MxDocument
     from mx_rag.storage.document_store.text_tokens import index_tokens
@@ -138,23 +139,47 @@ def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
         session.add_all(rows)
         session.flush()
         doc_ids = [row.document_id for row in rows]
-    params = [
-        chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
-        for f, d in zip(files, doc_ids, strict=True)
-        for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
-    ]
-    separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
-    with chunks._write() as conn:  # type: ignore[attr-defined]
-        ids = chunks._insert(conn, params)  # type: ignore[attr-defined]
-        if separate:
-            chunks._full_text.on_insert(conn, ids, [index_tokens(t) for f in files for t in f.texts])  # type: ignore[attr-defined]
+    if hasattr(chunks, "_write"):  # SQLiteDocstore: one transaction, chunk rows and their FTS5 rows
+        params = [
+            chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
+            for f, d in zip(files, doc_ids, strict=True)
+            for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
+        ]
+        separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
+        with chunks._write() as conn:  # type: ignore[attr-defined]
+            ids = chunks._insert(conn, params)  # type: ignore[attr-defined]
+            if separate:
+                chunks._full_text.on_insert(conn, ids, [index_tokens(t) for f in files for t in f.texts])  # type: ignore[attr-defined]
+    else:  # MilvusDocstore: the rows of every document in a few insert requests
+        ids = milvus_insert(chunks, files, doc_ids)
     owners = [d for d in doc_ids for _ in range(CHUNKS_PER_DOC)]
     kb.vector_store.add(ids, np.concatenate([f.dense for f in files]), document_id=owners)
 
 
+def milvus_insert(chunks: Any, files: list[PreparedFile], doc_ids: list[int]) -> list[int]:
+    """What ``MilvusDocstore.add`` writes for each document, in insert requests of many documents."""
+    from mx_rag.storage.document_store import _milvus_docs as layout
+    from mx_rag.storage.document_store.base_storage import MxDocument
+    from mx_rag.storage.document_store.milvus_storage import _batches
+
+    rows = [
+        row
+        for f, d in zip(files, doc_ids, strict=True)
+        for row in layout.make_rows(chunks._codec, [MxDocument(t, dict(m), document_name=f.path.name)
+                                                    for t, m in zip(f.texts, f.metadatas, strict=True)],
+                                    d, chunks._bm25, chunks._dense)
+    ]  # fmt: skip
+    if chunks._manual_ids:
+        for row, chunk_id in zip(rows, chunks._allocate(len(rows)), strict=True):
+            row["id"] = chunk_id
+    ids: list[int] = []
+    for batch in _batches(rows):
+        ids.extend(int(i) for i in chunks.client.insert(chunks.collection_name, batch)["ids"])
+    return ids
+
+
 def build(store: str, folder: Path, documents: int, dim: int, corpus: Corpus) -> dict[str, Any]:
-    """Fill ``folder`` with ``documents`` documents unless a finished build is there (FAISS: ``bulk_add``;
-    Milvus: ``add_prepared``)."""
+    """Fill ``folder`` with ``documents`` documents (``bulk_add``) unless a finished build is there."""
     done = folder / "done"
     if done.exists():
         return {"cached": True}
@@ -175,10 +200,7 @@ def build(store: str, folder: Path, documents: int, dim: int, corpus: Corpus) ->
                          [{"source": f"doc{first + i}.txt"}] * 4, matrix[i * 4 : i * 4 + 4], None)
             for i in range(count)
         ]  # fmt: skip
-        if store == "faiss":
-            bulk_add(kb, files)
-        else:
-            kb.add_prepared(files)
+        bulk_add(kb, files)
     save()
     done.write_text("ok")
     return {"cached": False, "build_s": round(time.perf_counter() - start, 1)}

@@ -293,7 +293,9 @@ class KnowledgeDB:
         generation = self.knowledge_store.generation()  # read first: a later change makes the next call read
         scope = self._scope
         if scope is None or scope[0] != generation:
-            scope = self._scope = (generation, DocumentIds(self.document_ids()))
+            ids = self.document_ids()
+            share = min(1.0, len(ids) / max(1, self.knowledge_store.document_count()))
+            scope = self._scope = (generation, DocumentIds(ids, share=share))
         return scope[1]
 
     # -- consistency -----------------------------------------------------------------------------

@@ -35,11 +35,11 @@ from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
 from mx_rag.storage.validation import (
     POST_FILTER_FETCH,
-    POST_FILTER_MIN_IDS,
     check_filter,
     check_id,
     check_ids,
     check_top_k,
+    post_filter_first,
 )
 from mx_rag.utils.checks import check_pattern, check_str, fail
 from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
@@ -397,7 +397,7 @@ class _SqlDocstore(Docstore, Closable):
             return []
         rows: list[Row[Any]] = []
         with self._errors("full-text search"), self._read() as conn:
-            if document_ids is not None and len(document_ids) > POST_FILTER_MIN_IDS:
+            if document_ids is not None and post_filter_first(document_ids):
                 rows = self._post_filtered(conn, tokens, top_k, document_ids)
             if not rows:
                 batches: list[Sequence[int] | None] = [None] if document_ids is None else list(id_batches(document_ids))
