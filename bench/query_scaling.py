@@ -27,6 +27,11 @@ and setting with the build time, recall@10 against FLAT over ``--queries`` quest
 search ms of both. (On this corpus, bags of hashed words, no ANN setting that is faster than FLAT
 reaches recall@10 0.98: docs/benchmarks.md.)
 
+``--fts5-shapes`` times the keyword side's SQL on the cached SQLite stores of ``--sizes`` instead
+(``FTS5_SHAPES``: counting the matches, reading their rowids, BM25 top 20 as the store ranks,
+FTS5's own ``ORDER BY rank``; each plain and with a 2 GiB ``mmap_size``; ``--detail-column`` adds a
+``detail=column`` copy of the index), one ``fts5_shape`` line per shape.
+
 Run::
 
     flock /tmp/mxrag-bench.lock python bench/query_scaling.py --sizes 1000 10000
@@ -291,6 +296,70 @@ def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int) -> li
     return lines
 
 
+FTS5_SHAPES = {  # name -> SQL over the chunk store's FTS5 table {t}, one bound MATCH expression
+    "count_only": "SELECT count(*) FROM {t} WHERE {t} MATCH ?",
+    "rowids_only": "SELECT rowid FROM {t} WHERE {t} MATCH ?",
+    "bm25_top20": "SELECT rowid AS id, -bm25({t}) AS score FROM {t} WHERE {t} MATCH ? ORDER BY score DESC, id LIMIT 20",
+    "rank_top20": "SELECT rowid, rank FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT 20",
+}
+
+
+def fts5_shape_lines(folder: Path, corpus: Corpus, queries: int, detail_column: bool) -> list[dict[str, Any]]:
+    """Where the keyword side's time goes: the same questions' MATCH expressions (as
+    ``SQLiteDocstore.full_text_search`` makes them) run in ``FTS5_SHAPES`` on the cached store, on
+    a plain connection and on one with ``mmap_size`` 2 GiB, in rotating order; with
+    ``detail_column`` also on a copy of the index made with ``detail=column`` (rebuilt, optimised)."""
+    import sqlite3
+    import tempfile
+
+    from mx_rag.storage.document_store.text_tokens import FTS5_TOKENIZER, fts5_match, query_tokens
+
+    db = folder / "sql.db"
+    matches = [fts5_match(query_tokens(q)) for q in corpus.queries(queries)]
+    plain = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    mapped = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    mapped.execute("PRAGMA mmap_size=2147418112")
+    runs: dict[str, tuple[sqlite3.Connection, str]] = {}
+    for name, sql in FTS5_SHAPES.items():
+        runs[name] = (plain, sql.format(t="chunks_table_fts"))
+        runs[f"{name}_mmap"] = (mapped, sql.format(t="chunks_table_fts"))
+    scratch = None
+    if detail_column:
+        scratch = tempfile.TemporaryDirectory(prefix="mxrag-fts5-")
+        column = sqlite3.connect(str(Path(scratch.name) / "column.db"))
+        column.execute("ATTACH ? AS src", (str(db),))
+        column.execute(f"CREATE VIRTUAL TABLE f USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}', detail=column)")
+        column.execute("INSERT INTO f (rowid, tokens) SELECT id, c0 FROM src.chunks_table_fts_content")
+        column.execute("INSERT INTO f (f) VALUES ('optimize')")
+        column.commit()
+        runs["bm25_top20_detail_column"] = (column, FTS5_SHAPES["bm25_top20"].format(t="f"))
+    for connection, sql in runs.values():  # warm the caches
+        connection.execute(sql, (matches[0],)).fetchall()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    tops: dict[str, list[list[int]]] = {name: [] for name in runs}
+    for i, match in enumerate(matches):
+        for name in rotated(tuple(runs), i):
+            connection, sql = runs[name]
+            start = time.perf_counter()
+            rows = connection.execute(sql, (match,)).fetchall()
+            times[name].append(time.perf_counter() - start)
+            tops[name].append([row[0] for row in rows[:20]])
+    matched = [plain.execute(FTS5_SHAPES["count_only"].format(t="chunks_table_fts"), (m,)).fetchone()[0]
+               for m in matches]  # fmt: skip
+    lines = []
+    for name, values in times.items():
+        line = {"bench": "query_scaling", "scenario": "fts5_shape", "shape": name, "chunks": plain.execute(
+            "SELECT count(*) FROM chunks_table_fts_docsize").fetchone()[0], "p50_ms": ms(percentile(values, 0.5)),
+            "p90_ms": ms(percentile(values, 0.9)), "matches_p50": int(np.median(matched)),
+            "matches_max": max(matched), "queries": len(matches), "loadavg": loadavg()}  # fmt: skip
+        if name.endswith("detail_column"):
+            line["same_top20_sets"] = sum(set(a) == set(b) for a, b in zip(tops[name], tops["bm25_top20"], strict=True))
+        lines.append(line)
+    if scratch is not None:
+        scratch.cleanup()
+    return lines
+
+
 def tracing_off_line() -> dict[str, Any]:
     """What the tracing stages cost with tracing off: a question passes through at most 9 (see
     mx_rag.utils.tracing), each one ``with stage(...)``, timed here 200,000 times."""
@@ -318,6 +387,9 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a tag for this run (before/after)")
     parser.add_argument("--index-recall", type=positive_int, nargs="+", default=None, metavar="VECTORS",
                         help="measure FLAT against IVF and HNSW at these vector counts instead")
+    parser.add_argument("--fts5-shapes", action="store_true",
+                        help="time FTS5 query shapes on the cached SQLite stores of --sizes instead (needs them built)")
+    parser.add_argument("--detail-column", action="store_true", help="with --fts5-shapes: also a detail=column copy")
     parser.add_argument("--omp-threads", type=positive_int, default=1,
                         help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
@@ -330,6 +402,12 @@ def main() -> None:
     if args.index_recall:
         for count in args.index_recall:
             for measured in index_recall_lines(corpus, count, args.dim, args.queries):
+                emit(measured)
+        return
+    if args.fts5_shapes:
+        for documents in args.sizes:
+            for measured in fts5_shape_lines(args.cache_dir / f"faiss-{documents}-d{args.dim}", corpus, args.queries,
+                                             args.detail_column):
                 emit(measured)
         return
     emit(tracing_off_line())
