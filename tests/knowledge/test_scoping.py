@@ -3,7 +3,9 @@
 most of them (an unfiltered search filtered afterwards) return what the filtered search returns."""
 
 import sqlite3
+import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -95,8 +97,24 @@ def test_faiss_filter_covering_most_vectors_equals_exact_filtered_search(as_ids:
         assert ids == expected
 
 
-def test_full_text_filter_on_many_documents_equals_filtering_every_match(tmp_path: Path) -> None:
-    store = SQLiteDocstore(db_path=str(tmp_path / "chunks.db"))
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_full_text_filter_on_many_documents_equals_filtering_every_match(
+    tmp_path: Path, request: pytest.FixtureRequest, database: str
+) -> None:
+    if database == "sqlite":
+        store: Any = SQLiteDocstore(db_path=str(tmp_path / "chunks.db"))
+    else:
+        from mx_rag.storage.document_store import PostgresDocstore
+
+        table = f"scoping_{uuid.uuid4().hex[:12]}"
+        store = PostgresDocstore(request.getfixturevalue("postgres_url"), table_name=table)
+
+        def drop() -> None:
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+            store.close()
+
+        request.addfinalizer(drop)
     rng = np.random.default_rng(1)
     words = [f"word{i}" for i in range(20)]
     for doc in range(60):

@@ -67,6 +67,17 @@ class _RawRow(NamedTuple):
         return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+class _ScoredRow(NamedTuple):
+    """A chunk row with its full-text score (what ``FullTextIndex.search`` returns)."""
+
+    chunk_id: int
+    document_id: int
+    document_name: str
+    chunk_content: str
+    chunk_metadata: Any
+    score: float
+
+
 class _SqlDocstore(Docstore, Closable):
     """A :class:`Docstore` on any SQLAlchemy engine; subclasses pick the engine and the index.
 
@@ -354,15 +365,27 @@ class _SqlDocstore(Docstore, Closable):
 
     def _post_filtered(
         self, conn: Connection, tokens: list[str], top_k: int, document_ids: list[int]
-    ) -> list[Row[Any]]:
+    ) -> list[Any]:
         """The best ``top_k`` chunks of ``document_ids`` taken from an unfiltered search for
         ``POST_FILTER_FETCH * top_k``; [] when those hold fewer than ``top_k`` of them while more
-        chunks match (the caller then searches with the filter, batch by batch)."""
+        chunks match (the caller then searches with the filter, batch by batch).
+
+        The unfiltered ranking reads ids, scores and document ids only; the rows of the chunks
+        kept are read afterwards (three quarters of what is ranked is dropped)."""
         fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
-        found = self._full_text.search(conn, self._table, self._row_columns, tokens, fetch, None)
+        table = self._table
+        top = self._full_text.ranked(table, tokens, fetch, None).subquery("top")
+        found = conn.execute(
+            select(top.c.id, top.c.score, table.c.document_id).join_from(table, top, table.c.chunk_id == top.c.id)
+        ).all()
         members = getattr(document_ids, "members", None) or frozenset(document_ids)
-        kept = [row for row in found if row.document_id in members][:top_k]
-        return kept if len(kept) == top_k or len(found) < fetch else []
+        scores = {row.id: row.score for row in found if row.document_id in members}
+        if not scores or (len(scores) < top_k and len(found) == fetch):
+            return []
+        kept = sorted(scores, key=lambda i: (-scores[i], i))[:top_k]
+        rows = conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(kept))).all()
+        return [_ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
+                           scores[row.chunk_id]) for row in rows]  # fmt: skip
 
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None
@@ -395,7 +418,7 @@ class _SqlDocstore(Docstore, Closable):
         tokens = query_tokens(query)
         if not tokens or document_ids == []:
             return []
-        rows: list[Row[Any]] = []
+        rows: list[Any] = []
         with self._errors("full-text search"), self._read() as conn:
             if document_ids is not None and post_filter_first(document_ids):
                 rows = self._post_filtered(conn, tokens, top_k, document_ids)
