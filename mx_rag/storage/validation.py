@@ -13,6 +13,7 @@ Limits:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -32,12 +33,14 @@ __all__ = [
     "POST_FILTER_FETCH",
     "POST_FILTER_MIN_IDS",
     "POST_FILTER_SHARE",
+    "POST_FILTER_SLACK",
     "DocumentIds",
     "check_filter",
     "check_id",
     "check_ids",
     "check_k",
     "check_top_k",
+    "post_filter_fetch",
     "post_filter_first",
 ]
 
@@ -51,6 +54,7 @@ MAX_FILTER_KEYS = 32
 POST_FILTER_MIN_IDS = 1000
 POST_FILTER_FETCH = 4
 POST_FILTER_SHARE = 0.5  # ... and so is one of a DocumentIds holding at least this share of the documents
+POST_FILTER_SLACK = 16  # hits asked for beyond k / share
 FILTER_KEYS = ("document_id",)
 
 
@@ -143,6 +147,17 @@ def post_filter_first(document_ids: Sequence[int]) -> bool:
     ``POST_FILTER_MIN_IDS`` ids, or a ``DocumentIds`` holding at least half of the documents."""
     share = getattr(document_ids, "share", None)
     return len(document_ids) > POST_FILTER_MIN_IDS or (share is not None and share >= POST_FILTER_SHARE)
+
+
+def post_filter_fetch(document_ids: Sequence[int], k: int) -> int:
+    """How many unfiltered hits a post-filtered search of ``document_ids`` asks for to keep ``k``:
+    ``k / share + POST_FILTER_SLACK`` for a ``DocumentIds`` that knows its share (enough when its
+    documents are spread like the others), else ``POST_FILTER_FETCH * k``; at most both and MAX_TOP_K."""
+    share = getattr(document_ids, "share", None)
+    fetch = POST_FILTER_FETCH * k
+    if share:
+        fetch = min(fetch, math.ceil(k / share) + POST_FILTER_SLACK)
+    return min(fetch, MAX_TOP_K)
 
 
 def check_filter(filter_dict: Any) -> list[int] | None:

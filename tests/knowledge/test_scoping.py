@@ -13,7 +13,7 @@ import pytest
 from mx_rag.errors import ParameterError
 from mx_rag.knowledge import KnowledgeStore
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
-from mx_rag.storage.validation import DocumentIds, check_filter, post_filter_first
+from mx_rag.storage.validation import DocumentIds, check_filter, post_filter_fetch, post_filter_first
 from mx_rag.storage.vectorstore import MindFAISS
 from tests.knowledge.conftest import USER, Stores, open_stores, write
 
@@ -66,6 +66,8 @@ def test_document_ids_are_checked_once_and_cannot_change() -> None:
     assert DocumentIds([1]).share is None and DocumentIds([1], share=1).share == 1.0
     assert not post_filter_first(DocumentIds(range(1000), share=0.49)) and not post_filter_first(list(range(1000)))
     assert post_filter_first(DocumentIds([1], share=0.5)) and post_filter_first(list(range(1001)))
+    assert [post_filter_fetch(ids, 20) for ids in (DocumentIds([1], share=1), DocumentIds([1], share=0.5), [1])] == [
+        36, 56, 80]
 
 
 def test_a_knowledge_base_scope_knows_its_share_of_the_registry(stores: Stores) -> None:

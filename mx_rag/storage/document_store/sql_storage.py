@@ -34,15 +34,15 @@ from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
 from mx_rag.storage.validation import (
-    POST_FILTER_FETCH,
     check_filter,
     check_id,
     check_ids,
     check_top_k,
+    post_filter_fetch,
     post_filter_first,
 )
 from mx_rag.utils.checks import check_pattern, check_str, fail
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.common import TEXT_MAX_LEN
 from mx_rag.utils.lifecycle import Closable
 
 logger = logging.getLogger(__name__)
@@ -367,12 +367,12 @@ class _SqlDocstore(Docstore, Closable):
         self, conn: Connection, tokens: list[str], top_k: int, document_ids: list[int]
     ) -> list[Any]:
         """The best ``top_k`` chunks of ``document_ids`` taken from an unfiltered search for
-        ``POST_FILTER_FETCH * top_k``; [] when those hold fewer than ``top_k`` of them while more
+        ``post_filter_fetch(document_ids, top_k)``; [] when those hold fewer than ``top_k`` of them while more
         chunks match (the caller then searches with the filter, batch by batch).
 
         The unfiltered ranking reads ids, scores and document ids only; the rows of the chunks
         kept are read afterwards (three quarters of what is ranked is dropped)."""
-        fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
+        fetch = post_filter_fetch(document_ids, top_k)
         table = self._table
         top = self._full_text.ranked(table, tokens, fetch, None).subquery("top")
         found = conn.execute(
