@@ -16,8 +16,6 @@ embedded by ``HashEmbedding`` inside the retrievers), k=5, in rotating order que
 * ``dense``: ``Retriever(...).invoke(q)``, unscoped;
 * ``scoped_dense``: ``KnowledgeDB.as_retriever(...).invoke(q)``;
 * ``hybrid``: ``HybridRetriever(...).invoke(q)``, unscoped (the default chain's retriever);
-* ``hybrid_serial``: the same two searches (20 candidates each) one after the other, fused alike: what
-  ``HybridRetriever`` did before its keyword side ran in a thread beside the dense side;
 * ``scoped_hybrid``: ``KnowledgeDB.scoped(HybridRetriever(...)).invoke(q)``.
 
 Output: JSON lines; one per (store, size, contender) with p50/p90 in ms and the load average, and
@@ -55,9 +53,7 @@ from _harness import emit, environment, loadavg, memory_mb, ms, percentile, posi
 
 from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
 from mx_rag.knowledge._prepared import PreparedFile
-from mx_rag.retrievers import FullTextRetriever, HybridRetriever, Retriever
-from mx_rag.retrievers.fusion import reciprocal_rank_fusion
-from mx_rag.retrievers.hybrid import DENSE_WEIGHT, FETCH_PER_K
+from mx_rag.retrievers import HybridRetriever, Retriever
 from mx_rag.testing import HashEmbedding
 
 USER = "Default"
@@ -67,7 +63,7 @@ WORDS_PER_CHUNK = 40
 VOCABULARY = 5000
 BATCH = 500
 K = 5
-CONTENDERS = ("store_search", "dense", "scoped_dense", "hybrid", "hybrid_serial", "scoped_hybrid")
+CONTENDERS = ("store_search", "dense", "scoped_dense", "hybrid", "scoped_hybrid")
 
 
 def vocabulary() -> list[str]:
@@ -224,14 +220,6 @@ def measure(store: str, folder: Path, dim: int, corpus: Corpus, queries: int) ->
     hybrid = HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=K)
     scoped_dense = kb.as_retriever(embed, k=K)
     scoped_hybrid = kb.scoped(HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=K))
-    # what HybridRetriever did before its keyword side ran in a thread of its own: the two sides in turn
-    dense_fetch = Retriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=FETCH_PER_K * K)
-    keyword_fetch = FullTextRetriever(document_store=chunks, k=FETCH_PER_K * K)
-
-    def hybrid_serial(query: str) -> list[Any]:
-        ranked = [dense_fetch.invoke(query), keyword_fetch.invoke(query)]
-        return reciprocal_rank_fusion(ranked, weights=(DENSE_WEIGHT, 1.0))[:K]
-
     texts = corpus.queries(queries)
     query_vectors = embed(texts)
     runs: dict[str, Callable[[int], Any]] = {
@@ -239,7 +227,6 @@ def measure(store: str, folder: Path, dim: int, corpus: Corpus, queries: int) ->
         "dense": lambda i: dense.invoke(texts[i]),
         "scoped_dense": lambda i: scoped_dense.invoke(texts[i]),
         "hybrid": lambda i: hybrid.invoke(texts[i]),
-        "hybrid_serial": lambda i: hybrid_serial(texts[i]),
         "scoped_hybrid": lambda i: scoped_hybrid.invoke(texts[i]),
     }
     for name in CONTENDERS:  # warm caches (index file, SQLite pages, per-filter arrays)

@@ -3,18 +3,13 @@
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import field_validator
 
-from mx_rag.retrievers.call_settings import CallSettings
 from mx_rag.retrievers.full_text_retriever import FullTextRetriever, full_text_documents
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
@@ -32,23 +27,6 @@ __all__ = ["FullTextRetriever", "HybridRetriever"]
 DENSE_WEIGHT = 2.0
 FETCH_PER_K = 4  # fetch_k = 4k when not given
 SUBJECT_LINKS = 1
-KEYWORD_THREADS = 8  # keyword searches running beside the dense side of concurrent questions
-
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (the process that made it, the pool)
-_pool_lock = threading.Lock()
-
-
-def _keyword_pool() -> ThreadPoolExecutor:
-    """The threads that run the keyword side of questions: made on first use in each process (a
-    forked child inherits the pool but not its threads)."""
-    global _pool
-    pool = _pool
-    if pool is None or pool[0] != os.getpid():
-        with _pool_lock:
-            pool = _pool
-            if pool is None or pool[0] != os.getpid():
-                pool = _pool = (os.getpid(), ThreadPoolExecutor(KEYWORD_THREADS, thread_name_prefix="mx_rag-keyword"))
-    return pool[1]
 
 
 class HybridRetriever(Retriever):
@@ -61,8 +39,6 @@ class HybridRetriever(Retriever):
     the fused ranking and defaults to 1 here (0 in ``Retriever``). The defaults are measured:
     see ``DENSE_WEIGHT``. Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
     ``invoke`` takes ``k``, ``score_threshold`` (dense side only) and ``filter_dict`` for one call.
-    The keyword search runs in a shared pool of threads while the calling thread embeds the
-    question and searches the vectors, so a question costs the longer of the two, not their sum.
 
     Example:
         >>> HybridRetriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents, k=5)  # doctest: +SKIP
@@ -94,19 +70,9 @@ class HybridRetriever(Retriever):
         check_str("query", query, 1, TEXT_MAX_LEN)
         settings = self._call_settings(kwargs)
         candidates = dataclasses.replace(settings, k=self.fetch_k or min(FETCH_PER_K * settings.k, MAX_TOP_K))
-        # The keyword side runs in another thread while this one embeds and searches the vectors: both
-        # spend their time in C code that lets go of the GIL (SQLite, PostgreSQL or Milvus I/O; faiss).
-        keyword = _keyword_pool().submit(contextvars.copy_context().run, self._keyword_documents, query, candidates)
-        try:
-            dense_docs = self._dense_documents(query, candidates)
-        except BaseException:
-            keyword.cancel()
-            raise
-        keyword_docs = keyword.result()
+        dense_docs = self._dense_documents(query, candidates)
+        with stage("query.keyword_search", k=candidates.k):
+            keyword_docs = full_text_documents(self.document_store, query, candidates)
         with stage("query.fusion"):
             fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))
         return self._with_subjects(fused, settings)[: settings.k]
-
-    def _keyword_documents(self, query: str, settings: CallSettings) -> list[Document]:
-        with stage("query.keyword_search", k=settings.k):
-            return full_text_documents(self.document_store, query, settings)

@@ -97,32 +97,3 @@ def test_the_chain_settings_default_to_the_retrievers_measured_defaults() -> Non
     assert chain.dense_weight == fields["dense_weight"].default
     assert chain.subject_links == fields["subject_links"].default
     assert (chain.type, chain.k) == ("hybrid", 5)
-
-
-def test_hybrid_runs_the_keyword_side_beside_the_dense_side_with_the_same_result(stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    import threading
-
-    from mx_rag.retrievers import Retriever
-    from mx_rag.retrievers.hybrid import DENSE_WEIGHT
-
-    docstore, vectors, embed = stores
-    threads: list[str] = []
-    search = docstore.full_text_search
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        threads.append(threading.current_thread().name)
-        return search(*args, **kwargs)
-
-    object.__setattr__(docstore, "full_text_search", recording)
-    r = HybridRetriever(vector_store=vectors, document_store=docstore, embed_func=embed.embed_documents, k=3,
-                        subject_links=0)
-    query = "apt-get 安装 packages kernel"
-    dense = Retriever(vector_store=vectors, document_store=docstore, embed_func=embed.embed_documents, k=12)
-    keyword = FullTextRetriever(document_store=docstore, k=12).invoke(query)
-    expected = reciprocal_rank_fusion([dense.invoke(query), keyword], weights=(DENSE_WEIGHT, 1.0))[:3]
-    threads.clear()
-    assert [d.page_content for d in r.invoke(query)] == [d.page_content for d in expected]
-    assert len(threads) == 1 and threads[0].startswith("mx_rag-keyword")
-    secret = SQLiteDocstore(db_path=str(tmp_path / "secret.db"), encrypt_fn=str.upper, decrypt_fn=str.lower)
-    with pytest.raises(ParameterError, match="full_text_search is unavailable"):  # raised in the keyword thread
-        HybridRetriever(vector_store=vectors, document_store=secret, embed_func=embed.embed_documents).invoke("x")

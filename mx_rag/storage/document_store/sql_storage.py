@@ -370,22 +370,22 @@ class _SqlDocstore(Docstore, Closable):
         ``post_filter_fetch(document_ids, top_k)``; [] when those hold fewer than ``top_k`` of them while more
         chunks match (the caller then searches with the filter, batch by batch).
 
-        The unfiltered ranking reads ids, scores and document ids only; the rows of the chunks
-        kept are read afterwards (three quarters of what is ranked is dropped)."""
+        The ranking reads ids and scores from the full-text index alone (no join, whose plan may
+        scan the chunk table); the candidates' rows are read by id afterwards."""
         fetch = post_filter_fetch(document_ids, top_k)
         table = self._table
-        top = self._full_text.ranked(table, tokens, fetch, None).subquery("top")
-        found = conn.execute(
-            select(top.c.id, top.c.score, table.c.document_id).join_from(table, top, table.c.chunk_id == top.c.id)
-        ).all()
+        found = conn.execute(self._full_text.ranked(table, tokens, fetch, None)).all()
+        scores = {row.id: row.score for row in found}
         members = getattr(document_ids, "members", None) or frozenset(document_ids)
-        scores = {row.id: row.score for row in found if row.document_id in members}
-        if not scores or (len(scores) < top_k and len(found) == fetch):
-            return []
-        kept = sorted(scores, key=lambda i: (-scores[i], i))[:top_k]
-        rows = conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(kept))).all()
-        return [_ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
-                           scores[row.chunk_id]) for row in rows]  # fmt: skip
+        rows = [
+            _ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
+                       scores[row.chunk_id])
+            for batch in id_batches(list(scores))
+            for row in conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(batch)))
+            if row.document_id in members
+        ]  # fmt: skip
+        rows.sort(key=lambda row: (-row.score, row.chunk_id))
+        return rows[:top_k] if len(rows) >= top_k or len(found) < fetch else []
 
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None
