@@ -6,8 +6,8 @@ file + ``MindFAISS`` FLAT, inner product), or over Milvus (``MilvusDocstore`` + 
 milvus-lite file), holds N documents of 4 chunks each (``--sizes``, documents; default 1,000,
 10,000, 100,000 and 250,000 = 1M chunks). Chunks are ~40 words drawn (Zipf) from 5,000 synthetic
 words; vectors are ``HashEmbedding(--dim)`` vectors (computed in numpy, the same values), so no
-model time is involved. Stores are built once through ``KnowledgeDB.add_prepared`` (batches of 500
-documents) and cached under ``--cache-dir``.
+model time is involved. Stores are built once with the rows ``KnowledgeDB.add_prepared`` writes, a batch of
+500 documents at a time (``bulk_add``), and cached under ``--cache-dir``.
 
 Contenders per (store, size), each timed on the same 30 queries (6 words from the vocabulary,
 embedded by ``HashEmbedding`` inside the retrievers), k=5, in rotating order query by query:
@@ -26,6 +26,11 @@ corpus in ``MindFAISS`` FLAT, IVF and HNSW (``INDEX_CHOICES``); one ``index_reca
 and setting with the build time, recall@10 against FLAT over ``--queries`` questions, and the p50
 search ms of both. (On this corpus, bags of hashed words, no ANN setting that is faster than FLAT
 reaches recall@10 0.98: docs/benchmarks.md.)
+
+``--fts5-shapes`` times the keyword side's SQL on the cached SQLite stores of ``--sizes`` instead
+(``FTS5_SHAPES``: counting the matches, reading their rowids, BM25 top 20 as the store ranks,
+FTS5's own ``ORDER BY rank``; each plain and with a 2 GiB ``mmap_size``; ``--detail-column`` adds a
+``detail=column`` copy of the index), one ``fts5_shape`` line per shape.
 
 Run::
 
@@ -125,8 +130,9 @@ OPENERS = {"faiss": open_faiss, "milvus": open_milvus}
 
 def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
     """What ``add_prepared`` writes for ready documents, in one transaction per store for the batch:
-    registry rows (ready), chunk rows with their full-text rows, vectors. ``add_prepared`` spends
-    ~12 ms a document in per-document transactions and lookups, which makes 250,000 take an hour."""
+    registry rows (ready), chunk rows with their full-text rows (Milvus: in a few insert requests), vectors.
+    ``add_prepared`` spends ~12 ms a document in per-document transactions and lookups (milvus-lite:
+    ~50 ms), which makes 250,000 take an hour."""
     from mx_rag.knowledge.models import READY, DocumentModel
     from mx_rag.storage.document_store.base_storage import MxDocument
     from mx_rag.storage.document_store.text_tokens import index_tokens
@@ -138,23 +144,47 @@ def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
         session.add_all(rows)
         session.flush()
         doc_ids = [row.document_id for row in rows]
-    params = [
-        chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
-        for f, d in zip(files, doc_ids, strict=True)
-        for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
-    ]
-    separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
-    with chunks._write() as conn:  # type: ignore[attr-defined]
-        ids = chunks._insert(conn, params)  # type: ignore[attr-defined]
-        if separate:
-            chunks._full_text.on_insert(conn, ids, [index_tokens(t) for f in files for t in f.texts])  # type: ignore[attr-defined]
+    if hasattr(chunks, "_write"):  # SQLiteDocstore: one transaction, chunk rows and their FTS5 rows
+        params = [
+            chunks._row_params(i, MxDocument(t, dict(m), document_name=f.path.name), d)  # type: ignore[attr-defined]
+            for f, d in zip(files, doc_ids, strict=True)
+            for i, (t, m) in enumerate(zip(f.texts, f.metadatas, strict=True))
+        ]
+        separate = chunks._indexing and not chunks._full_text.binds_tokens  # type: ignore[attr-defined]
+        with chunks._write() as conn:  # type: ignore[attr-defined]
+            ids = chunks._insert(conn, params)  # type: ignore[attr-defined]
+            if separate:
+                chunks._full_text.on_insert(conn, ids, [index_tokens(t) for f in files for t in f.texts])  # type: ignore[attr-defined]
+    else:  # MilvusDocstore: the rows of every document in a few insert requests
+        ids = milvus_insert(chunks, files, doc_ids)
     owners = [d for d in doc_ids for _ in range(CHUNKS_PER_DOC)]
     kb.vector_store.add(ids, np.concatenate([f.dense for f in files]), document_id=owners)
 
 
+def milvus_insert(chunks: Any, files: list[PreparedFile], doc_ids: list[int]) -> list[int]:
+    """What ``MilvusDocstore.add`` writes for each document, in insert requests of many documents."""
+    from mx_rag.storage.document_store import _milvus_docs as layout
+    from mx_rag.storage.document_store.base_storage import MxDocument
+    from mx_rag.storage.document_store.milvus_storage import _batches
+
+    rows = [
+        row
+        for f, d in zip(files, doc_ids, strict=True)
+        for row in layout.make_rows(chunks._codec, [MxDocument(t, dict(m), document_name=f.path.name)
+                                                    for t, m in zip(f.texts, f.metadatas, strict=True)],
+                                    d, chunks._bm25, chunks._dense)
+    ]  # fmt: skip
+    if chunks._manual_ids:
+        for row, chunk_id in zip(rows, chunks._allocate(len(rows)), strict=True):
+            row["id"] = chunk_id
+    ids: list[int] = []
+    for batch in _batches(rows):
+        ids.extend(int(i) for i in chunks.client.insert(chunks.collection_name, batch)["ids"])
+    return ids
+
+
 def build(store: str, folder: Path, documents: int, dim: int, corpus: Corpus) -> dict[str, Any]:
-    """Fill ``folder`` with ``documents`` documents unless a finished build is there (FAISS: ``bulk_add``;
-    Milvus: ``add_prepared``)."""
+    """Fill ``folder`` with ``documents`` documents (``bulk_add``) unless a finished build is there."""
     done = folder / "done"
     if done.exists():
         return {"cached": True}
@@ -175,10 +205,7 @@ def build(store: str, folder: Path, documents: int, dim: int, corpus: Corpus) ->
                          [{"source": f"doc{first + i}.txt"}] * 4, matrix[i * 4 : i * 4 + 4], None)
             for i in range(count)
         ]  # fmt: skip
-        if store == "faiss":
-            bulk_add(kb, files)
-        else:
-            kb.add_prepared(files)
+        bulk_add(kb, files)
     save()
     done.write_text("ok")
     return {"cached": False, "build_s": round(time.perf_counter() - start, 1)}
@@ -269,6 +296,70 @@ def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int) -> li
     return lines
 
 
+FTS5_SHAPES = {  # name -> SQL over the chunk store's FTS5 table {t}, one bound MATCH expression
+    "count_only": "SELECT count(*) FROM {t} WHERE {t} MATCH ?",
+    "rowids_only": "SELECT rowid FROM {t} WHERE {t} MATCH ?",
+    "bm25_top20": "SELECT rowid AS id, -bm25({t}) AS score FROM {t} WHERE {t} MATCH ? ORDER BY score DESC, id LIMIT 20",
+    "rank_top20": "SELECT rowid, rank FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT 20",
+}
+
+
+def fts5_shape_lines(folder: Path, corpus: Corpus, queries: int, detail_column: bool) -> list[dict[str, Any]]:
+    """Where the keyword side's time goes: the same questions' MATCH expressions (as
+    ``SQLiteDocstore.full_text_search`` makes them) run in ``FTS5_SHAPES`` on the cached store, on
+    a plain connection and on one with ``mmap_size`` 2 GiB, in rotating order; with
+    ``detail_column`` also on a copy of the index made with ``detail=column`` (rebuilt, optimised)."""
+    import sqlite3
+    import tempfile
+
+    from mx_rag.storage.document_store.text_tokens import FTS5_TOKENIZER, fts5_match, query_tokens
+
+    db = folder / "sql.db"
+    matches = [fts5_match(query_tokens(q)) for q in corpus.queries(queries)]
+    plain = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    mapped = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    mapped.execute("PRAGMA mmap_size=2147418112")
+    runs: dict[str, tuple[sqlite3.Connection, str]] = {}
+    for name, sql in FTS5_SHAPES.items():
+        runs[name] = (plain, sql.format(t="chunks_table_fts"))
+        runs[f"{name}_mmap"] = (mapped, sql.format(t="chunks_table_fts"))
+    scratch = None
+    if detail_column:
+        scratch = tempfile.TemporaryDirectory(prefix="mxrag-fts5-")
+        column = sqlite3.connect(str(Path(scratch.name) / "column.db"))
+        column.execute("ATTACH ? AS src", (str(db),))
+        column.execute(f"CREATE VIRTUAL TABLE f USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}', detail=column)")
+        column.execute("INSERT INTO f (rowid, tokens) SELECT id, c0 FROM src.chunks_table_fts_content")
+        column.execute("INSERT INTO f (f) VALUES ('optimize')")
+        column.commit()
+        runs["bm25_top20_detail_column"] = (column, FTS5_SHAPES["bm25_top20"].format(t="f"))
+    for connection, sql in runs.values():  # warm the caches
+        connection.execute(sql, (matches[0],)).fetchall()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    tops: dict[str, list[list[int]]] = {name: [] for name in runs}
+    for i, match in enumerate(matches):
+        for name in rotated(tuple(runs), i):
+            connection, sql = runs[name]
+            start = time.perf_counter()
+            rows = connection.execute(sql, (match,)).fetchall()
+            times[name].append(time.perf_counter() - start)
+            tops[name].append([row[0] for row in rows[:20]])
+    matched = [plain.execute(FTS5_SHAPES["count_only"].format(t="chunks_table_fts"), (m,)).fetchone()[0]
+               for m in matches]  # fmt: skip
+    lines = []
+    for name, values in times.items():
+        line = {"bench": "query_scaling", "scenario": "fts5_shape", "shape": name, "chunks": plain.execute(
+            "SELECT count(*) FROM chunks_table_fts_docsize").fetchone()[0], "p50_ms": ms(percentile(values, 0.5)),
+            "p90_ms": ms(percentile(values, 0.9)), "matches_p50": int(np.median(matched)),
+            "matches_max": max(matched), "queries": len(matches), "loadavg": loadavg()}  # fmt: skip
+        if name.endswith("detail_column"):
+            line["same_top20_sets"] = sum(set(a) == set(b) for a, b in zip(tops[name], tops["bm25_top20"], strict=True))
+        lines.append(line)
+    if scratch is not None:
+        scratch.cleanup()
+    return lines
+
+
 def tracing_off_line() -> dict[str, Any]:
     """What the tracing stages cost with tracing off: a question passes through at most 9 (see
     mx_rag.utils.tracing), each one ``with stage(...)``, timed here 200,000 times."""
@@ -296,6 +387,9 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a tag for this run (before/after)")
     parser.add_argument("--index-recall", type=positive_int, nargs="+", default=None, metavar="VECTORS",
                         help="measure FLAT against IVF and HNSW at these vector counts instead")
+    parser.add_argument("--fts5-shapes", action="store_true",
+                        help="time FTS5 query shapes on the cached SQLite stores of --sizes instead (needs them built)")
+    parser.add_argument("--detail-column", action="store_true", help="with --fts5-shapes: also a detail=column copy")
     parser.add_argument("--omp-threads", type=positive_int, default=1,
                         help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
@@ -308,6 +402,12 @@ def main() -> None:
     if args.index_recall:
         for count in args.index_recall:
             for measured in index_recall_lines(corpus, count, args.dim, args.queries):
+                emit(measured)
+        return
+    if args.fts5_shapes:
+        for documents in args.sizes:
+            for measured in fts5_shape_lines(args.cache_dir / f"faiss-{documents}-d{args.dim}", corpus, args.queries,
+                                             args.detail_column):
                 emit(measured)
         return
     emit(tracing_off_line())

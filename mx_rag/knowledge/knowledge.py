@@ -288,12 +288,15 @@ class KnowledgeDB:
         return KnowledgeRetriever(retriever=retriever, document_ids=self._scope_ids, k=k)
 
     def _scope_ids(self) -> DocumentIds:
-        """The ready documents as one ``DocumentIds``, read again only when the registry's generation
-        changed, and shared by every retriever of this object (stores keep their arrays per object)."""
+        """The ready documents as one ``DocumentIds`` (with their share of the registry's documents),
+        read again only when the registry's generation changed, and shared by every retriever of this
+        object (stores keep their arrays per object)."""
         generation = self.knowledge_store.generation()  # read first: a later change makes the next call read
         scope = self._scope
         if scope is None or scope[0] != generation:
-            scope = self._scope = (generation, DocumentIds(self.document_ids()))
+            ids = self.document_ids()
+            share = min(1.0, len(ids) / max(1, self.knowledge_store.document_count()))
+            scope = self._scope = (generation, DocumentIds(ids, share=share))
         return scope[1]
 
     # -- consistency -----------------------------------------------------------------------------

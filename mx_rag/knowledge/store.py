@@ -136,6 +136,11 @@ class KnowledgeStore:
             )
             return list(session.scalars(query))
 
+    def document_count(self) -> int:
+        """How many documents the registry holds, of every knowledge base and in any state."""
+        with self._session() as session:
+            return int(session.scalar(select(func.count()).select_from(DocumentModel)) or 0)
+
     @property
     def engine(self) -> Engine:
         """The registry's database (the server keeps its API keys and upload jobs there too)."""

@@ -13,6 +13,7 @@ Limits:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mx_rag.errors import ParameterError
-from mx_rag.utils.checks import check_int, fail
+from mx_rag.utils.checks import check_int, check_number, fail
 from mx_rag.utils.common import MAX_TOP_K
 
 __all__ = [
@@ -31,12 +32,16 @@ __all__ = [
     "MAX_TOP_K",
     "POST_FILTER_FETCH",
     "POST_FILTER_MIN_IDS",
+    "POST_FILTER_SHARE",
+    "POST_FILTER_SLACK",
     "DocumentIds",
     "check_filter",
     "check_id",
     "check_ids",
     "check_k",
     "check_top_k",
+    "post_filter_fetch",
+    "post_filter_first",
 ]
 
 MAX_ID = 2**63 - 1
@@ -48,6 +53,8 @@ MAX_FILTER_KEYS = 32
 # of 100,000 ids costs more than the search itself, in SQL (IN lists) and in Milvus (expressions).
 POST_FILTER_MIN_IDS = 1000
 POST_FILTER_FETCH = 4
+POST_FILTER_SHARE = 0.5  # ... and so is one of a DocumentIds holding at least this share of the documents
+POST_FILTER_SLACK = 16  # hits asked for beyond k / share
 FILTER_KEYS = ("document_id",)
 
 
@@ -116,17 +123,41 @@ class DocumentIds(list[int]):
     returns it as is (no per-id check), and stores may keep what they derive from it (an id array,
     a selector) for as long as the same object comes back. ``KnowledgeRetriever`` passes one per
     knowledge-base generation. ``members`` is a frozenset of the ids, for membership tests.
+
+    ``share``, when known, is the fraction of the documents of the stores that these ids hold (the
+    knowledge registry's count): a scope holding at least half of them is first searched
+    unfiltered and filtered afterwards (``post_filter_first``), however few the ids.
     """
 
-    def __init__(self, ids: Any = ()) -> None:
+    def __init__(self, ids: Any = (), share: float | None = None) -> None:
         super().__init__(sorted(set(_id_values("document_ids", ids, 0))))
         self.members = frozenset(self)
+        self.share = None if share is None else check_number("share", share, 0.0, 1.0)
 
     def _frozen(self, *_: Any, **__: Any) -> Any:
         raise TypeError("DocumentIds cannot be changed")
 
     append = extend = insert = remove = pop = clear = sort = reverse = _frozen
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _frozen
+
+
+def post_filter_first(document_ids: Sequence[int]) -> bool:
+    """Whether a filtered search of ``document_ids`` should first try an unfiltered search for
+    ``POST_FILTER_FETCH * k`` hits and keep those of the documents: more than
+    ``POST_FILTER_MIN_IDS`` ids, or a ``DocumentIds`` holding at least half of the documents."""
+    share = getattr(document_ids, "share", None)
+    return len(document_ids) > POST_FILTER_MIN_IDS or (share is not None and share >= POST_FILTER_SHARE)
+
+
+def post_filter_fetch(document_ids: Sequence[int], k: int) -> int:
+    """How many unfiltered hits a post-filtered search of ``document_ids`` asks for to keep ``k``:
+    ``k / share + POST_FILTER_SLACK`` for a ``DocumentIds`` that knows its share (enough when its
+    documents are spread like the others), else ``POST_FILTER_FETCH * k``; at most both and MAX_TOP_K."""
+    share = getattr(document_ids, "share", None)
+    fetch = POST_FILTER_FETCH * k
+    if share:
+        fetch = min(fetch, math.ceil(k / share) + POST_FILTER_SLACK)
+    return min(fetch, MAX_TOP_K)
 
 
 def check_filter(filter_dict: Any) -> list[int] | None:

@@ -3,14 +3,17 @@
 most of them (an unfiltered search filtered afterwards) return what the filtered search returns."""
 
 import sqlite3
+import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from mx_rag.errors import ParameterError
 from mx_rag.knowledge import KnowledgeStore
 from mx_rag.storage.document_store import MxDocument, SQLiteDocstore
-from mx_rag.storage.validation import DocumentIds, check_filter
+from mx_rag.storage.validation import DocumentIds, check_filter, post_filter_fetch, post_filter_first
 from mx_rag.storage.vectorstore import MindFAISS
 from tests.knowledge.conftest import USER, Stores, open_stores, write
 
@@ -58,6 +61,23 @@ def test_document_ids_are_checked_once_and_cannot_change() -> None:
         ids.append(4)
     with pytest.raises(Exception, match="document_ids"):
         DocumentIds([-1])
+    with pytest.raises(ParameterError, match="share"):
+        DocumentIds([1], share=1.5)
+    assert DocumentIds([1]).share is None and DocumentIds([1], share=1).share == 1.0
+    assert not post_filter_first(DocumentIds(range(1000), share=0.49)) and not post_filter_first(list(range(1000)))
+    assert post_filter_first(DocumentIds([1], share=0.5)) and post_filter_first(list(range(1001)))
+    assert [post_filter_fetch(ids, 20) for ids in (DocumentIds([1], share=1), DocumentIds([1], share=0.5), [1])] == [
+        36, 56, 80]
+
+
+def test_a_knowledge_base_scope_knows_its_share_of_the_registry(stores: Stores) -> None:
+    stores.knowledge_store.add_knowledge("other", USER, "admin")
+    kb, other = stores.open(), stores.open("other")
+    for i in range(3):
+        kb.add_file(write(stores.docs / f"a{i}.txt", "a"), [f"lockers note {i}"], stores.embed)
+    other.add_file(write(stores.docs / "b.txt", "b"), ["other lockers"], stores.embed)
+    assert kb._scope_ids().share == 0.75 and other._scope_ids().share == 0.25
+    assert [d.page_content for d in other.as_retriever(stores.embed, k=5).invoke("lockers")] == ["other lockers"]
 
 
 @pytest.mark.parametrize("as_ids", [DocumentIds, list])
@@ -79,8 +99,24 @@ def test_faiss_filter_covering_most_vectors_equals_exact_filtered_search(as_ids:
         assert ids == expected
 
 
-def test_full_text_filter_on_many_documents_equals_filtering_every_match(tmp_path: Path) -> None:
-    store = SQLiteDocstore(db_path=str(tmp_path / "chunks.db"))
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_full_text_filter_on_many_documents_equals_filtering_every_match(
+    tmp_path: Path, request: pytest.FixtureRequest, database: str
+) -> None:
+    if database == "sqlite":
+        store: Any = SQLiteDocstore(db_path=str(tmp_path / "chunks.db"))
+    else:
+        from mx_rag.storage.document_store import PostgresDocstore
+
+        table = f"scoping_{uuid.uuid4().hex[:12]}"
+        store = PostgresDocstore(request.getfixturevalue("postgres_url"), table_name=table)
+
+        def drop() -> None:
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+            store.close()
+
+        request.addfinalizer(drop)
     rng = np.random.default_rng(1)
     words = [f"word{i}" for i in range(20)]
     for doc in range(60):
@@ -90,7 +126,8 @@ def test_full_text_filter_on_many_documents_equals_filtering_every_match(tmp_pat
     padding = list(range(1000, 2100))  # ids of no document: the filter holds over 1,000 ids
     for keep in (list(range(60)), ranked_docs[2:], ranked_docs[15:], ranked_docs[40:]):
         expected = [h.chunk_id for h in everything if h.document_id in set(keep)][:5]
-        for ids in (DocumentIds(keep + padding), keep + padding):
+        # over 1,000 ids, or few ids said to hold at least half of the documents: both post-filter first
+        for ids in (DocumentIds(keep + padding), keep + padding, DocumentIds(keep, share=0.5)):
             hits = store.full_text_search("word1 word2 word3", top_k=5, filter_dict={"document_id": ids})
             assert [h.chunk_id for h in hits] == expected
 

@@ -1,5 +1,5 @@
-"""Milvus: a filter on over 1,000 documents is applied after an unfiltered search where that leaves
-k hits, else by the filter expression; both give what filtering every hit gives."""
+"""Milvus: a filter on over 1,000 documents (or a DocumentIds holding half of them) is applied after an
+unfiltered search where that leaves k hits, else by the filter expression; both give what filtering every hit gives."""
 
 from typing import Any
 
@@ -22,7 +22,7 @@ def test_milvus_dense_filter_on_many_documents_equals_filtering_every_hit(milvus
     ranked_docs = list(dict.fromkeys(i // 4 for i in everything[0]))
     for keep in (list(range(100)), ranked_docs[2:], ranked_docs[30:]):
         expected = [[i for i in row if i // 4 in set(keep)][:5] for row in everything]
-        for ids in (DocumentIds(keep + PADDING), keep + PADDING):
+        for ids in (DocumentIds(keep + PADDING), keep + PADDING, DocumentIds(keep, share=0.5)):
             assert store.search(queries, k=5, filter_dict={"document_id": ids})[1] == expected
 
 
@@ -36,7 +36,6 @@ def test_milvus_full_text_filter_on_many_documents_equals_filtering_every_match(
     ranked_docs = list(dict.fromkeys(hit.document_id for hit in everything))
     for keep in (list(range(24)), ranked_docs[2:], ranked_docs[14:]):
         expected = [h.chunk_id for h in everything if h.document_id in set(keep)][:5]
-        hits = store.full_text_search(
-            "word1 word2 word3", top_k=5, filter_dict={"document_id": DocumentIds(keep + PADDING)}
-        )
-        assert [h.chunk_id for h in hits] == expected
+        for ids in (DocumentIds(keep + PADDING), DocumentIds(keep, share=0.5)):
+            hits = store.full_text_search("word1 word2 word3", top_k=5, filter_dict={"document_id": ids})
+            assert [h.chunk_id for h in hits] == expected

@@ -20,11 +20,11 @@ from mx_rag.storage.document_store.base_storage import MAX_CHUNKS_NUM, MAX_PAGE_
 from mx_rag.storage.document_store.chunk_rows import ChunkCodec, TextFn
 from mx_rag.storage.validation import (
     POST_FILTER_FETCH,
-    POST_FILTER_MIN_IDS,
     check_filter,
     check_id,
     check_ids,
     check_top_k,
+    post_filter_first,
 )
 from mx_rag.storage.vectorstore import _milvus_schema as milvus_
 from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
@@ -303,7 +303,7 @@ class MilvusDocstore(Docstore, MilvusCollection):
             return []
         knobs = {} if milvus_.is_lite(self._server) else {"drop_ratio_search": drop}
         hits = []
-        if document_ids is not None and len(document_ids) > POST_FILTER_MIN_IDS:
+        if document_ids is not None and post_filter_first(document_ids):
             fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
             members = getattr(document_ids, "members", None) or frozenset(document_ids)
             found = self._bm25_search(query, fetch, "", {}, knobs)

@@ -34,15 +34,15 @@ from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
 from mx_rag.storage.validation import (
-    POST_FILTER_FETCH,
-    POST_FILTER_MIN_IDS,
     check_filter,
     check_id,
     check_ids,
     check_top_k,
+    post_filter_fetch,
+    post_filter_first,
 )
 from mx_rag.utils.checks import check_pattern, check_str, fail
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.common import TEXT_MAX_LEN
 from mx_rag.utils.lifecycle import Closable
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,17 @@ class _RawRow(NamedTuple):
     def chunk_metadata(self) -> dict[str, Any]:
         value = self.raw_metadata
         return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class _ScoredRow(NamedTuple):
+    """A chunk row with its full-text score (what ``FullTextIndex.search`` returns)."""
+
+    chunk_id: int
+    document_id: int
+    document_name: str
+    chunk_content: str
+    chunk_metadata: Any
+    score: float
 
 
 class _SqlDocstore(Docstore, Closable):
@@ -359,15 +370,27 @@ class _SqlDocstore(Docstore, Closable):
 
     def _post_filtered(
         self, conn: Connection, tokens: list[str], top_k: int, document_ids: list[int]
-    ) -> list[Row[Any]]:
+    ) -> list[Any]:
         """The best ``top_k`` chunks of ``document_ids`` taken from an unfiltered search for
-        ``POST_FILTER_FETCH * top_k``; [] when those hold fewer than ``top_k`` of them while more
-        chunks match (the caller then searches with the filter, batch by batch)."""
-        fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
-        found = self._full_text.search(conn, self._table, self._row_columns, tokens, fetch, None)
+        ``post_filter_fetch(document_ids, top_k)``; [] when those hold fewer than ``top_k`` of them while more
+        chunks match (the caller then searches with the filter, batch by batch).
+
+        The ranking reads ids and scores from the full-text index alone (no join, whose plan may
+        scan the chunk table); the candidates' rows are read by id afterwards."""
+        fetch = post_filter_fetch(document_ids, top_k)
+        table = self._table
+        found = conn.execute(self._full_text.ranked(table, tokens, fetch, None)).all()
+        scores = {row.id: row.score for row in found}
         members = getattr(document_ids, "members", None) or frozenset(document_ids)
-        kept = [row for row in found if row.document_id in members][:top_k]
-        return kept if len(kept) == top_k or len(found) < fetch else []
+        rows = [
+            _ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
+                       scores[row.chunk_id])
+            for batch in id_batches(list(scores))
+            for row in conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(batch)))
+            if row.document_id in members
+        ]  # fmt: skip
+        rows.sort(key=lambda row: (-row.score, row.chunk_id))
+        return rows[:top_k] if len(rows) >= top_k or len(found) < fetch else []
 
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None
@@ -400,9 +423,9 @@ class _SqlDocstore(Docstore, Closable):
         tokens = query_tokens(query)
         if not tokens or document_ids == []:
             return []
-        rows: list[Row[Any]] = []
+        rows: list[Any] = []
         with self._errors("full-text search"), self._read() as conn:
-            if document_ids is not None and len(document_ids) > POST_FILTER_MIN_IDS:
+            if document_ids is not None and post_filter_first(document_ids):
                 rows = self._post_filtered(conn, tokens, top_k, document_ids)
             if not rows:
                 batches: list[Sequence[int] | None] = [None] if document_ids is None else list(id_batches(document_ids))

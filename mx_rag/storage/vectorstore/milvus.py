@@ -16,7 +16,7 @@ from typing import Any, overload
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import POST_FILTER_FETCH, POST_FILTER_MIN_IDS, check_filter, check_ids, check_k
+from mx_rag.storage.validation import POST_FILTER_FETCH, check_filter, check_ids, check_k, post_filter_first
 from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
@@ -297,7 +297,7 @@ class MilvusDB(VectorStore, MilvusCollection):
         if docs == []:
             return (empty, empty, empty) if fields is not None else (empty, empty)
         knobs = schema_.search_knobs(self._index_type, field, search_params, k)
-        if docs is not None and len(docs) > POST_FILTER_MIN_IDS and fields is None:
+        if docs is not None and post_filter_first(docs) and fields is None:
             found = self._post_filtered(data, field, metric, search_params, k, docs)
             if found is not None:
                 scale = SCORE_SCALE[metric]
