@@ -106,12 +106,8 @@ def ray_ingest(
 ) -> IngestReport:
     """Ingest ``files`` into ``knowledge`` on the Ray cluster at ``address``; report per file.
 
-    Args:
-        loader_factory: makes the ``LoaderMng`` (once per worker process).
-        embedder_factory: makes the embedding function ``texts -> vectors`` (once per actor).
-        stores_factory: makes ``(chunk_store, vector_store)`` for a writer: the knowledge base's
-            stores, reached from another machine.
-        dimension: the vectors' dimension.
+    The factories, ``dimension``, ``address`` and ``options`` are those of ``RayPool``, which this
+    starts for the one call and closes after it.
 
     Raises:
         ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
