@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``ray_ingest``: a knowledge base's ingestion spread over a Ray cluster, written exactly once.
+"""A knowledge base's ingestion spread over a Ray cluster, written exactly once: the plan.
 
 The driver plans the files as the in-process ingestion does (``mx_rag.knowledge.ingest``: paths
 checked, unchanged files skipped by content hash) and registers each new or changed file as a
 ``pending`` registry row, a changed one as a staged new version. That row is the document's
-manifest. A ``RayPool`` (``mx_rag.distributed.pool``) then loads and splits the files in tasks,
-embeds the chunks in an actor pool (the model loaded once per actor) and writes them with a few
-writer actors, which upsert by deterministic chunk id (``mx_rag.distributed.stages``). The driver
-counts the distinct chunks written per document and commits it (``pending`` -> ``ready``, or the
-staged version swapped in) once all of them are in both stores; only then do the registry and
-retrieval show it.
+manifest. A ``RayPool`` (``mx_rag.distributed.pool``; ``ray_ingest`` there for one run) then loads
+and splits the files in tasks, embeds the chunks in an actor pool (the model loaded once per actor)
+and writes them with a few writer actors, which upsert by deterministic chunk id
+(``mx_rag.distributed.stages``). The driver counts the distinct chunks written per document and
+commits it (``pending`` -> ``ready``, or the staged version swapped in) once all of them are in
+both stores; only then do the registry and retrieval show it.
 
 So a retried task or a restarted actor writes the same rows again, never new ones, and a killed
 driver leaves ``pending`` rows that the next open of the knowledge base undoes (``KnowledgeDB``'s
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from mx_rag.knowledge.models import PENDING
 from mx_rag.utils.checks import check_int, check_number
 from mx_rag.utils.lazy import extra_import
 
-__all__ = ["Commits", "RayOptions", "check_scale_out_stores", "connect", "ray_ingest"]
+__all__ = ["Commits", "RayOptions", "check_scale_out_stores", "connect"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,35 +90,6 @@ def connect(address: str) -> Any:
     if not ray.is_initialized():
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
     return ray
-
-
-def ray_ingest(
-    knowledge: KnowledgeDB,
-    files: Sequence[str | Path],
-    *,
-    loader_factory: Callable[[], Any],
-    embedder_factory: Callable[[], Callable[[list[str]], Any]],
-    stores_factory: Callable[[], tuple[Any, Any]],
-    dimension: int,
-    address: str = "auto",
-    options: RayOptions | None = None,
-    progress: Callable[[FileEvent], None] | None = None,
-) -> IngestReport:
-    """Ingest ``files`` into ``knowledge`` on the Ray cluster at ``address``; report per file.
-
-    The factories, ``dimension``, ``address`` and ``options`` are those of ``RayPool``, which this
-    starts for the one call and closes after it.
-
-    Raises:
-        ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
-        ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
-    """
-    from mx_rag.distributed.pool import RayPool
-
-    check_scale_out_stores(knowledge)
-    with RayPool(loader_factory=loader_factory, embedder_factory=embedder_factory, stores_factory=stores_factory,
-                 dimension=dimension, address=address, options=options) as pool:
-        return pool.ingest(knowledge, files, progress=progress)
 
 
 class Commits:

@@ -30,7 +30,7 @@ from mx_rag.distributed.stages import Embedder, Writer, columns, load_and_split,
 from mx_rag.knowledge.ingest import FileEvent, IngestReport, plan_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 
-__all__ = ["BATCH_ATTEMPTS", "RayPool"]
+__all__ = ["BATCH_ATTEMPTS", "RayPool", "ray_ingest"]
 
 logger = logging.getLogger(__name__)
 
@@ -251,3 +251,30 @@ def _reason(exc: BaseException) -> str:
     exception's own message)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[-1] if lines else type(exc).__name__
+
+
+def ray_ingest(
+    knowledge: KnowledgeDB,
+    files: Sequence[str | Path],
+    *,
+    loader_factory: Callable[[], Any],
+    embedder_factory: Callable[[], Callable[[list[str]], Any]],
+    stores_factory: Callable[[], tuple[Any, Any]],
+    dimension: int,
+    address: str = "auto",
+    options: RayOptions | None = None,
+    progress: Callable[[FileEvent], None] | None = None,
+) -> IngestReport:
+    """Ingest ``files`` into ``knowledge`` on the Ray cluster at ``address``; report per file.
+
+    The factories, ``dimension``, ``address`` and ``options`` are those of ``RayPool``, which this
+    starts for the one call and closes after it.
+
+    Raises:
+        ParameterError: the knowledge base's stores are not PostgreSQL and Milvus.
+        ExtraNotInstalledError: Ray is not installed (``mxrag[ray]``).
+    """
+    check_scale_out_stores(knowledge)
+    with RayPool(loader_factory=loader_factory, embedder_factory=embedder_factory, stores_factory=stores_factory,
+                 dimension=dimension, address=address, options=options) as pool:
+        return pool.ingest(knowledge, files, progress=progress)
