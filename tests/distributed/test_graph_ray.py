@@ -132,3 +132,18 @@ def test_a_graph_in_a_networkx_file_is_refused_with_one_line(ray_cluster: str, s
     with pytest.raises(ParameterError, match="networkx file on this machine, which --ray cannot build"):
         ingest_on_ray(service, WHO, "local", paths, address=ray_cluster, white_paths=[paths[0].parent])
     assert service.describe(WHO, "local")["documents"] == []
+
+
+def test_a_graph_in_postgres_goes_with_its_knowledge_base_and_needs_postgres_url(stack: Stack, tmp_path: Path) -> None:
+    service = KnowledgeService(graph_settings(stack))
+    service.create(WHO, "brief", graph=True)
+    assert service.graph_in_postgres(WHO, "brief")
+    service.ingest(WHO, "brief", hotpot_files(tmp_path / "docs", files=1), white_paths=[tmp_path / "docs"])
+    graph = service.graph(WHO, "brief").graph
+    assert graph.graph_name == f"{WHO.user_id}/brief" and graph.count_nodes() > 0
+    service.delete(WHO, "brief")
+    assert graph.count_nodes() == 0 and graph.count_edges() == 0
+    local = KnowledgeService(load_settings(data_dir=tmp_path / "local", graph={"store": "postgres"}))
+    with pytest.raises(ParameterError, match=r'store = "postgres" needs \[stores\] postgres_url'):
+        local.create(WHO, "brief", graph=True)
+    assert local.names(WHO) == []
