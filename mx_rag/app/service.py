@@ -36,6 +36,7 @@ __all__ = ["KBNAME_PATTERN", "LOCAL_USER", "KnowledgeService", "check_kb_name"]
 
 KBNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # no "/": a chat model is "<kb>" or "<kb>/<chain>"
 GRAPH_UPLOAD_BATCH = 100  # files per GraphRAGPipeline.upload_files call (its limit)
+PG_GRAPH_MARK = "graph_store"  # in a graph folder: the graph is in PostgreSQL, not a networkx file
 
 
 class KnowledgeService:
@@ -102,9 +103,13 @@ class KnowledgeService:
         check_kb_name(name)
         if graph:
             self._check_graph_extra()
+            if self.settings.graph.store == "postgres" and self.settings.stores.postgres_url is None:
+                raise ParameterError('[graph] store = "postgres" needs [stores] postgres_url (the graph database)')
         self.registry.add_knowledge(name, who.user_id, "admin")
         if graph:
             self._graph_dir(who, name).mkdir(parents=True, exist_ok=True)
+            if self.settings.graph.store == "postgres":  # recorded: a later change of the setting keeps it
+                (self._graph_dir(who, name) / PG_GRAPH_MARK).write_text("postgres\n", encoding="utf-8")
         return self.describe(who, name)
 
     def names(self, who: Principal) -> list[str]:
@@ -160,6 +165,8 @@ class KnowledgeService:
             with self._open_lock:
                 self._open.pop((user.user_id, name), None)
                 self._graphs.pop((user.user_id, name), None)
+            if self.graph_in_postgres(user, name):
+                self._pg_graph(user, name).clear()
             shutil.rmtree(self._folder(user, name), ignore_errors=True)
             shutil.rmtree(self._graph_dir(user, name), ignore_errors=True)
 
@@ -200,6 +207,23 @@ class KnowledgeService:
         """Whether knowledge base ``name`` keeps a knowledge graph."""
         return self._graph_dir(who, name).is_dir()
 
+    def graph_in_postgres(self, who: Principal, name: str) -> bool:
+        """Whether graph knowledge base ``name`` keeps its graph in PostgreSQL (made with ``[graph]
+        store = "postgres"``; its chunk registry and vectors stay in the data folder)."""
+        return (self._graph_dir(who, name) / PG_GRAPH_MARK).is_file()
+
+    def _pg_graph(self, who: Principal, name: str) -> Any:
+        """The ``PostgresGraphStore`` of a graph kept in PostgreSQL (graph ``<user>/<knowledge
+        base>``, on the chunk store's engine), else None (a networkx file)."""
+        if not self.graph_in_postgres(who, name):
+            return None
+        if self.settings.stores.postgres_url is None:
+            raise KnowledgeError(f"knowledge base {name!r} keeps its graph in PostgreSQL, but [stores] postgres_url "
+                                 "is not set")
+        from mx_rag.graphrag.pg_graph_store import PostgresGraphStore
+
+        return PostgresGraphStore(self.chunks.engine, f"{who.user_id}/{name}")
+
     def graph(self, who: Principal, name: str) -> Any:
         """The ``GraphRAGPipeline`` of graph knowledge base ``name`` (KnowledgeError if it has none)."""
         self.open(who, name)
@@ -215,7 +239,8 @@ class KnowledgeService:
                     raise KnowledgeError('[graph] extractor = "llm" needs the server\'s LLM, and none is configured')
                 self._graphs[key] = GraphRAGPipeline(self._graph_dir(who, name), self.llm if use_llm else None,
                                                      self.embedding, self.embedding.dimension,
-                                                     rerank_model=self.reranker())
+                                                     rerank_model=self.reranker(),
+                                                     graph_store=self._pg_graph(who, name))
             return self._graphs[key]
 
     def build_graph(self, who: Principal, name: str, files: list[Path] | None = None) -> int:

@@ -104,6 +104,10 @@ class GraphSettings(_Section):
     extractor: Literal["offline", "llm"] = Field(
         default="offline", description="how graph knowledge bases find entities: offline (spaCy/jieba) or the LLM"
     )
+    store: Literal["networkx", "postgres"] = Field(
+        default="networkx", description="where a new graph knowledge base keeps its graph: a networkx file in the data "
+        "folder, or PostgreSQL at [stores] postgres_url (needed to build it on a Ray cluster)"
+    )
 
 
 class UploadSettings(_Section):
@@ -134,6 +138,13 @@ class IngestSettings(_Section):
     ray_embed_cpus: float = Field(default=1.0, ge=0.01, le=256, description="CPUs each embedding actor reserves (a "
                                   "fraction lets actors that wait on a remote model server share a core)")
     ray_batch_chunks: int = Field(default=256, ge=1, le=100_000, description="chunks per embedding call and write")
+    ray_min_files: int = Field(default=30, ge=1, le=100_000, description="with ray_address, a server upload job of at "
+                               "least this many files runs on the cluster (its files sent with the tasks); a "
+                               "smaller one in the server")
+    ray_extractors: int = Field(default=2, ge=1, le=1024, description="graph knowledge bases: entity extraction "
+                                "actors on the cluster")
+    ray_extract_cpus: float = Field(default=1.0, ge=0.01, le=256, description="CPUs each extraction actor "
+                                    "reserves")
 
 
 class CacheSettings(_Section):

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from mx_rag.utils.lazy import lazy_package
 
 if TYPE_CHECKING:
+    from mx_rag.distributed.graph import RayExtractor
     from mx_rag.distributed.ingest import RayOptions, check_scale_out_stores
     from mx_rag.distributed.pool import RayPool, ray_ingest
     from mx_rag.distributed.stages import chunk_id
 
-__all__ = ["RayOptions", "RayPool", "check_scale_out_stores", "chunk_id", "ray_ingest"]
+__all__ = ["RayExtractor", "RayOptions", "RayPool", "check_scale_out_stores", "chunk_id", "ray_ingest"]
 
 __getattr__, __dir__ = lazy_package(globals())

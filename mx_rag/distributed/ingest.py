@@ -46,13 +46,16 @@ class RayOptions:
     """How the work is spread: ``embedders`` actors with ``embed_cpus`` CPUs each (a fraction
     lets several share a core, e.g. actors that wait on a remote model server), ``writers``
     writer actors, ``batch_chunks`` chunks per embedding call and per write, ``load_cpus`` CPUs
-    per load-and-split task."""
+    per load-and-split task; ``send_files``: the driver reads each file and sends its bytes with
+    its load task (files on the driver's disk only, as a server's uploads) instead of every node
+    reading it under the same path."""
 
     embedders: int = 1
     embed_cpus: float = 1
     writers: int = 2
     batch_chunks: int = 256
     load_cpus: float = 1
+    send_files: bool = False
 
     def __post_init__(self) -> None:
         check_int("embedders", self.embedders, 1, 1024)

@@ -188,7 +188,8 @@ class _Run:
         while todo or self.loading or self.waiting or self.writing:
             while todo and len(self.loading) < self.max_loads and len(self.waiting) < self.batch * self.max_batches:
                 row = todo.popleft()
-                self.loading[self.pool._load.remote(row, self.pool.loader_factory)] = row
+                sent = {**row, "data": Path(row["path"]).read_bytes()} if self.pool.options.send_files else row
+                self.loading[self.pool._load.remote(sent, self.pool.loader_factory)] = row
             while self.waiting and len(self.writing) < self.max_batches and (
                     len(self.waiting) >= self.batch or not (todo or self.loading)):
                 rows_now, self.waiting = self.waiting[: self.batch], self.waiting[self.batch :]

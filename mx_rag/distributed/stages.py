@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def load_and_split(row: dict[str, Any], loader_factory: Callable[[], Any]) -> li
     dropped); one row with ``error`` set when the file cannot be read."""
     path = Path(row["path"])
     try:
-        docs = [d for d in _loader(loader_factory).load_and_split(str(path)) if d.page_content.strip()]
+        docs = [d for d in _split(row, path, loader_factory) if d.page_content.strip()]
         if not docs:
             raise DocumentError(f"{path.name}: no text could be extracted")
         metadatas = [json.dumps(dict(d.metadata), allow_nan=False) for d in docs]
@@ -76,6 +77,20 @@ def load_and_split(row: dict[str, Any], loader_factory: Callable[[], Any]) -> li
          "total": len(docs), "text": doc.page_content, "metadata": meta, "name": path.name, "error": ""}
         for i, (doc, meta) in enumerate(zip(docs, metadatas, strict=True))
     ]
+
+
+def _split(row: dict[str, Any], path: Path, loader_factory: Callable[[], Any]) -> list[Any]:
+    """The file's chunks: read from ``path``, or from the bytes the driver sent (``data``: a file on
+    the driver's disk only), written under its name into a temporary folder, ``source`` set back."""
+    if row.get("data") is None:
+        return list(_loader(loader_factory).load_and_split(str(path)))
+    with tempfile.TemporaryDirectory(prefix="mxrag-ray-") as folder:
+        local = Path(folder) / path.name
+        local.write_bytes(row["data"])
+        docs = list(_loader(loader_factory).load_and_split(str(local)))
+    for doc in docs:
+        doc.metadata.update({k: str(path) for k, v in doc.metadata.items() if v == str(local.resolve())})
+    return docs
 
 
 def columns(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:

@@ -49,7 +49,7 @@ MAX_DIM = 1024 * 1024
 MAX_FILES = 100
 GRAPH_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,254}"
 _BUILD_KEYS = ("max_workers", "batch_size", "prompt", "llm_config", "repair_with_llm", "top_k", "threshold",
-               "conceptualizer_prompts")
+               "conceptualizer_prompts", "extractor")
 
 
 class GraphRAGPipeline:
@@ -270,6 +270,8 @@ class GraphRAGPipeline:
                 concepts of an ``"entity"`` (placeholders ``[ENTITY]``, ``[CONTEXT]``), an
                 ``"event"`` (``[EVENT]``) and a ``"relation"`` (``[RELATION]``), each 1 to 1 MiB
                 characters. Default: the built-in ones of ``lang``.
+            extractor: an ``Extractor`` for this build only, instead of the pipeline's (one
+                that spreads the work over machines: ``mx_rag.distributed.RayExtractor``).
 
         Raises:
             KnowledgeError: nothing was uploaded since the last build.
@@ -316,6 +318,8 @@ class GraphRAGPipeline:
         unknown = set(kwargs) - set(_BUILD_KEYS)
         if unknown:
             raise ParameterError(f"unknown build_graph arguments {sorted(unknown)}; accepted: {list(_BUILD_KEYS)}")
+        if kwargs.get("extractor") is not None:
+            return check_instance("extractor", kwargs["extractor"], Extractor)
         if self._extractor is not None:
             return self._extractor
         assert self._llm is not None

@@ -10,17 +10,20 @@ ingest`` does), with its progress kept per file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from mx_rag.app import service as app_service
 from mx_rag.app.keys import KeyStore, Principal
+from mx_rag.app.scale_out import check_ray_graph, check_ray_settings, ingest_on_ray, ray_pool
 from mx_rag.app.service import KBNAME_PATTERN, LOCAL_USER, check_kb_name
 from mx_rag.app.settings import ServerSettings
 from mx_rag.app.workspace import open_registry
@@ -43,6 +46,7 @@ class KnowledgeService(app_service.KnowledgeService):
     """The application's service with the server's API keys, uploads and ingestion jobs."""
 
     def __init__(self, settings: ServerSettings, llm: Any = None) -> None:
+        check_ray_settings(settings)
         super().__init__(settings, llm)
         engine = self.registry.engine
         self.keys = KeyStore(engine)
@@ -50,9 +54,11 @@ class KnowledgeService(app_service.KnowledgeService):
                              on_beat=self._sweep_partials)
         self._swept = 0.0
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mx_rag-ingest")
+        self._pool: Any = None  # a RayPool, once a job ran on the cluster (`_warm_pool`)
 
     def close(self) -> None:
         self._jobs.shutdown(wait=True, cancel_futures=False)
+        self._close_pool()
         self.jobs.stop()
 
     # -- uploads ---------------------------------------------------------------------------------
@@ -131,12 +137,52 @@ class KnowledgeService(app_service.KnowledgeService):
                 self.jobs.update(job_id, status="building graph")
 
         try:
-            self.ingest(who, name, files, progress=progress)
+            self._ingest_job(who, name, files, progress)
             self.jobs.update(job_id, status="done")
         except Exception as exc:  # a job must end with a status, whatever went wrong
             logger.exception("ingestion job %s failed", job_id)
             self.jobs.update(job_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
             self._drop_orphans(who.user_id, name, files)
+
+    def _ingest_job(self, who: Principal, name: str, files: list[Path], progress: Callable[[FileEvent], None]) -> None:
+        """Ingest a job's files in this process, or, with ``[ingest] ray_address``, a job of at least
+        ``ray_min_files`` files on the cluster through this worker's warm ``RayPool``, which sends each
+        file's bytes with its load task (the uploads are on this machine's disk only). A graph kept
+        in a networkx file is built here (``check_ray_graph``)."""
+        ingest = self.settings.ingest
+        if ingest.ray_address is not None and len(files) >= ingest.ray_min_files:
+            try:
+                check_ray_graph(self, who, name)
+            except ParameterError as exc:
+                logger.info("upload job of %s runs in this process: %s", name, exc)
+            else:
+                try:
+                    ingest_on_ray(self, who, name, files, progress=progress, pool=self._warm_pool())
+                except BaseException:
+                    self._close_pool()  # a lost cluster: the next job connects again
+                    raise
+                return
+        self.ingest(who, name, files, progress=progress)
+
+    def _warm_pool(self) -> Any:
+        """This worker's ``RayPool`` on ``[ingest] ray_address``, started by the first job that needs
+        it and kept until ``close``."""
+        if self._pool is None:
+            from mx_rag.distributed import RayOptions
+
+            ingest = self.settings.ingest
+            options = RayOptions(embedders=ingest.ray_embedders, embed_cpus=ingest.ray_embed_cpus,
+                                 batch_chunks=ingest.ray_batch_chunks, send_files=True)
+            pool = ray_pool(self, address=str(ingest.ray_address), options=options)
+            pool.start()
+            self._pool = pool
+        return self._pool
+
+    def _close_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):  # its cluster may be gone
+                pool.close()
 
     def _drop_orphans(self, user_id: str, name: str, files: list[Path], job_id: str | None = None) -> None:
         """Remove the uploaded ``files`` that no document holds and no running job (but
