@@ -16,7 +16,14 @@ from typing import Any, overload
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import POST_FILTER_FETCH, check_filter, check_ids, check_k, post_filter_first
+from mx_rag.storage.validation import (
+    check_filter,
+    check_ids,
+    check_k,
+    post_filter_fetch,
+    post_filter_first,
+    post_filter_keep,
+)
 from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
@@ -24,7 +31,6 @@ from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, 
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_str
-from mx_rag.utils.common import MAX_TOP_K
 from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
@@ -325,20 +331,18 @@ class MilvusDB(VectorStore, MilvusCollection):
         self, data: Any, field: str, metric: str, search_params: dict[str, Any] | None, k: int, docs: list[int]
     ) -> list[list[tuple[float, int]]] | None:
         """(distance, id) of the best ``k`` hits of ``docs`` per row, taken from an unfiltered search
-        for ``POST_FILTER_FETCH * k``; None where a row kept fewer than ``k`` while more exist."""
-        limit = min(POST_FILTER_FETCH * k, MAX_TOP_K)
+        for ``post_filter_fetch(docs, k)``; None where a row kept fewer than ``k`` while more exist."""
+        limit = post_filter_fetch(docs, k)
         params = {"metric_type": metric, "params": schema_.search_knobs(self._index_type, field, search_params, limit)}
-        members = getattr(docs, "members", None) or frozenset(docs)
         with self._call("search"):
             result = self._client.search(self._collection, data=list(data), limit=limit, anns_field=field,
-                                         output_fields=["id", "document_id"], search_params=params)
+                                         output_fields=["document_id"], search_params=params)
         rows = []
         for hits in result:
-            kept = [(float(h["distance"]), int(h["id"])) for h in hits
-                    if int(h.get("entity", {}).get("document_id", -1)) in members][:k]  # fmt: skip
-            if len(kept) < k and len(hits) == limit:
+            kept = post_filter_keep(hits, docs, k, limit, schema_.hit_document)
+            if kept is None:
                 return None
-            rows.append(kept)
+            rows.append([(float(hit["distance"]), int(hit["id"])) for hit in kept])
         return rows
 
     def hybrid_search(
