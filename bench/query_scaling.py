@@ -172,9 +172,8 @@ def indexed(client: Any, name: str, timeout_s: float = 3600.0) -> None:
     client.flush(name)
     deadline = time.monotonic() + timeout_s
     while True:
-        info = client.describe_index(name, "vector")
-        if int(info.get("pending_index_rows", 0)) == 0 and int(info.get("indexed_rows", 0)) >= int(
-                info.get("total_rows", 0)):  # fmt: skip
+        info = client.describe_index(name, client.list_indexes(name, field_name="vector")[0])
+        if info["state"] == "Finished" and int(info["indexed_rows"]) >= int(info["total_rows"]):
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"{name}: index not built after {timeout_s:.0f} s: {info}")
