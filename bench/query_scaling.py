@@ -134,13 +134,13 @@ def open_milvus(folder: Path, dim: int, auto_save: bool) -> tuple[Any, Any, Any,
 OPENERS = {"faiss": open_faiss, "milvus": open_milvus}
 
 
-def use_milvus_server(uri: str, cache_dir: Path) -> None:
+def use_milvus_server(uri: str, cache_dir: Path, consistency: str = "Session") -> None:
     """``--milvus-uri``: the ``milvus`` store becomes the server's own wiring (``mx_rag.app.workspace``)
     on the Milvus server at ``uri``: registry and chunks in one SQLite file (Milvus 2.3 has no BM25, so
     the keyword side stays in SQLite FTS5), vectors in ``MilvusDB`` with an HNSW index, one collection
     per size (``bench_<documents>_d<dim>``, kept on the server as the cache folder
-    ``milvus_server-<documents>-d<dim>`` keeps the rest). A build flushes and waits until every row
-    is indexed."""
+    ``milvus_server-<documents>-d<dim>`` keeps the rest), searched with ``consistency`` as the
+    server's workspace does ("Session"). A build flushes and waits until every row is indexed."""
     from pymilvus import MilvusClient
 
     from mx_rag.storage.document_store import SQLiteDocstore
@@ -161,7 +161,7 @@ def use_milvus_server(uri: str, cache_dir: Path) -> None:
             client.drop_collection(name)
         db = str(folder / "sql.db")
         vectors = MilvusDB.create(client=client, collection_name=name, x_dim=dim, metric_type="IP",
-                                  auto_flush=False, index_type="HNSW")
+                                  auto_flush=False, index_type="HNSW", consistency_level=consistency)
         return KnowledgeStore(db_path=db), SQLiteDocstore(db_path=db), vectors, lambda: indexed(client, name)
 
     OPENERS["milvus"] = open_server
@@ -444,6 +444,8 @@ def main() -> None:
     parser.add_argument("--detail-column", action="store_true", help="with --fts5-shapes: also a detail=column copy")
     parser.add_argument("--milvus-uri", default=None,
                         help="run the milvus store on this Milvus server (HNSW; chunks in SQLite), not milvus-lite")
+    parser.add_argument("--milvus-consistency", default="Session", choices=("Strong", "Session"),
+                        help="with --milvus-uri: the searches' consistency level (the server's workspace: Session)")
     parser.add_argument("--omp-threads", type=positive_int, default=1,
                         help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
@@ -451,9 +453,10 @@ def main() -> None:
 
     faiss.omp_set_num_threads(args.omp_threads)
     if args.milvus_uri:
-        use_milvus_server(args.milvus_uri, args.cache_dir)
+        use_milvus_server(args.milvus_uri, args.cache_dir, args.milvus_consistency)
     emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
-                     omp_threads=args.omp_threads, milvus_uri=args.milvus_uri, loadavg=loadavg()))
+                     omp_threads=args.omp_threads, milvus_uri=args.milvus_uri,
+                     milvus_consistency=args.milvus_consistency, loadavg=loadavg()))
     corpus = Corpus(args.dim)
     if args.index_recall:
         for count in args.index_recall:
