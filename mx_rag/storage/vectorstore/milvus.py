@@ -102,7 +102,7 @@ class MilvusDB(VectorStore, MilvusCollection):
         self._metric = check_choice("metric_type", metric_type, METRIC_TYPES)
         self._auto_flush = check_bool("auto_flush", auto_flush)
         self._consistency = check_choice("consistency_level", consistency_level, CONSISTENCY_LEVELS)
-        self._seen_scope: weakref.ref[DocumentIds] | None = None  # the last scope searched strongly
+        self._strong_scopes: dict[int, weakref.ref[DocumentIds]] = {}  # scopes searched strongly, by id()
         self._dim: int | None = None  # caches of server facts; never per-call state
         self._server: str | None = None
 
@@ -407,12 +407,13 @@ class MilvusDB(VectorStore, MilvusCollection):
         scope is a new one after every change of the registry, by this process or another, whose
         vectors a search that is not strong might not see yet); once that search succeeded, later
         ones with the same scope use ``consistency_level`` again."""
-        seen = self._seen_scope() if self._seen_scope is not None else None
-        if self._consistency == "Strong" or not isinstance(docs, DocumentIds) or seen is docs:
+        seen = self._strong_scopes.get(id(docs))
+        if self._consistency == "Strong" or not isinstance(docs, DocumentIds) or (seen is not None and seen() is docs):
             yield self._consistency
             return
         yield "Strong"
-        self._seen_scope = weakref.ref(docs)
+        live = {key: ref for key, ref in self._strong_scopes.items() if ref() is not None}  # scopes replaced: gone
+        self._strong_scopes = {**live, id(docs): weakref.ref(docs)}
 
     def get_all_ids(self) -> list[int]:
         """Every id, read page by page with a query iterator (never one unbounded query)."""
