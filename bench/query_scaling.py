@@ -32,10 +32,16 @@ reaches recall@10 0.98: docs/benchmarks.md.)
 FTS5's own ``ORDER BY rank``; each plain and with a 2 GiB ``mmap_size``; ``--detail-column`` adds a
 ``detail=column`` copy of the index), one ``fts5_shape`` line per shape.
 
+``--milvus-uri URI`` runs the ``milvus`` store on a Milvus server instead of milvus-lite, wired as
+``mxrag serve`` wires one (``use_milvus_server``: chunks in SQLite, vectors in ``MilvusDB`` with an
+HNSW index); the PyPI package ``milvus`` 2.3.5 runs one with ``milvus-server --data DIR``
+(127.0.0.1:19530).
+
 Run::
 
     flock /tmp/mxrag-bench.lock python bench/query_scaling.py --sizes 1000 10000
     flock /tmp/mxrag-bench.lock python bench/query_scaling.py --stores faiss --sizes 250000
+    flock /tmp/mxrag-bench.lock python bench/query_scaling.py --stores milvus --milvus-uri http://127.0.0.1:19530
 """
 
 from __future__ import annotations
@@ -126,6 +132,52 @@ def open_milvus(folder: Path, dim: int, auto_save: bool) -> tuple[Any, Any, Any,
 
 
 OPENERS = {"faiss": open_faiss, "milvus": open_milvus}
+
+
+def use_milvus_server(uri: str, cache_dir: Path, consistency: str = "Session") -> None:
+    """``--milvus-uri``: the ``milvus`` store becomes the server's own wiring (``mx_rag.app.workspace``)
+    on the Milvus server at ``uri``: registry and chunks in one SQLite file (Milvus 2.3 has no BM25, so
+    the keyword side stays in SQLite FTS5), vectors in ``MilvusDB`` with an HNSW index, one collection
+    per size (``bench_<documents>_d<dim>``, kept on the server as the cache folder
+    ``milvus_server-<documents>-d<dim>`` keeps the rest), searched with ``consistency`` as the
+    server's workspace does ("Session"). A build flushes and waits until every row is indexed."""
+    from pymilvus import MilvusClient
+
+    from mx_rag.storage.document_store import SQLiteDocstore
+    from mx_rag.storage.vectorstore import MilvusDB
+
+    client = MilvusClient(uri=uri)
+
+    def collection(folder: Path) -> str:
+        return "bench_" + folder.name.split("-", 1)[1].replace("-", "_")
+
+    for folder in cache_dir.glob("milvus_server-*"):  # another server: its builds are gone
+        if not client.has_collection(collection(folder)):
+            (folder / "done").unlink(missing_ok=True)
+
+    def open_server(folder: Path, dim: int, auto_save: bool) -> tuple[Any, Any, Any, Callable[[], None]]:
+        name = collection(folder)
+        if not auto_save and client.has_collection(name):  # a build starts afresh
+            client.drop_collection(name)
+        db = str(folder / "sql.db")
+        vectors = MilvusDB.create(client=client, collection_name=name, x_dim=dim, metric_type="IP",
+                                  auto_flush=False, index_type="HNSW", consistency_level=consistency)
+        return KnowledgeStore(db_path=db), SQLiteDocstore(db_path=db), vectors, lambda: indexed(client, name)
+
+    OPENERS["milvus"] = open_server
+
+
+def indexed(client: Any, name: str, timeout_s: float = 3600.0) -> None:
+    """Flush ``name`` and wait until its vector index covers every row."""
+    client.flush(name)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = client.describe_index(name, client.list_indexes(name, field_name="vector")[0])
+        if info["state"] == "Finished" and int(info["indexed_rows"]) >= int(info["total_rows"]):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name}: index not built after {timeout_s:.0f} s: {info}")
+        time.sleep(2.0)
 
 
 def bulk_add(kb: KnowledgeDB, files: list[PreparedFile]) -> None:
@@ -390,14 +442,21 @@ def main() -> None:
     parser.add_argument("--fts5-shapes", action="store_true",
                         help="time FTS5 query shapes on the cached SQLite stores of --sizes instead (needs them built)")
     parser.add_argument("--detail-column", action="store_true", help="with --fts5-shapes: also a detail=column copy")
+    parser.add_argument("--milvus-uri", default=None,
+                        help="run the milvus store on this Milvus server (HNSW; chunks in SQLite), not milvus-lite")
+    parser.add_argument("--milvus-consistency", default="Session", choices=("Strong", "Session"),
+                        help="with --milvus-uri: the searches' consistency level (the server's workspace: Session)")
     parser.add_argument("--omp-threads", type=positive_int, default=1,
                         help="faiss threads (2 on a shared 2-core machine make one query's search many times slower)")
     args = parser.parse_args()
     import faiss
 
     faiss.omp_set_num_threads(args.omp_threads)
+    if args.milvus_uri:
+        use_milvus_server(args.milvus_uri, args.cache_dir, args.milvus_consistency)
     emit(environment("query_scaling", dim=args.dim, k=K, queries=args.queries, label=args.label,
-                     omp_threads=args.omp_threads, loadavg=loadavg()))
+                     omp_threads=args.omp_threads, milvus_uri=args.milvus_uri,
+                     milvus_consistency=args.milvus_consistency, loadavg=loadavg()))
     corpus = Corpus(args.dim)
     if args.index_recall:
         for count in args.index_recall:
@@ -413,17 +472,18 @@ def main() -> None:
     emit(tracing_off_line())
     for store in args.stores:
         for documents in args.sizes:
-            folder = args.cache_dir / f"{store}-{documents}-d{args.dim}"
+            served = "milvus_server" if store == "milvus" and args.milvus_uri else store
+            folder = args.cache_dir / f"{served}-{documents}-d{args.dim}"
             built = build(store, folder, documents, args.dim, corpus)
-            emit({"bench": "query_scaling", "scenario": "build", "store": store, "documents": documents,
+            emit({"bench": "query_scaling", "scenario": "build", "store": served, "documents": documents,
                   "chunks": documents * CHUNKS_PER_DOC, **built, **memory_mb(), "loadavg": loadavg()})
             times = measure(store, folder, args.dim, corpus, args.queries)
             p50 = {name: percentile(values, 0.5) for name, values in times.items()}
             for name, values in times.items():
-                emit({"bench": "query_scaling", "scenario": name, "store": store, "documents": documents,
+                emit({"bench": "query_scaling", "scenario": name, "store": served, "documents": documents,
                       "chunks": documents * CHUNKS_PER_DOC, "label": args.label, "p50_ms": ms(p50[name]),
                       "p90_ms": ms(percentile(values, 0.9)), "loadavg": loadavg()})
-            line: dict[str, Any] = {"bench": "query_scaling", "scenario": "scoped_over_unscoped", "store": store,
+            line: dict[str, Any] = {"bench": "query_scaling", "scenario": "scoped_over_unscoped", "store": served,
                                     "documents": documents, "label": args.label}
             for kind in ("dense", "hybrid"):
                 bar = 1.1 * p50[kind] + 0.001

@@ -65,6 +65,7 @@ def vector_store(settings: ServerSettings, dimension: int) -> Any:
     token = "" if stores.milvus_token is None else stores.milvus_token.get_secret_value()
     client = MilvusClient(uri=stores.milvus_url, token=token)
     # no flush per write: a flush costs 1-2.5 s on a Milvus server, and new rows are searchable without one
-    # HNSW for a new collection (an existing one keeps the index it was built with)
+    # HNSW for a new collection (an existing one keeps the index it was built with); "Session" searches:
+    # a strong one waits for the server's next time tick, ~200 ms a question (docs/benchmarks.md)
     return MilvusDB.create(client=client, collection_name=stores.milvus_collection, x_dim=dimension,
-                           metric_type="IP", auto_flush=False, index_type="HNSW")
+                           metric_type="IP", auto_flush=False, index_type="HNSW", consistency_level="Session")

@@ -14,9 +14,9 @@ Limits:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -42,6 +42,7 @@ __all__ = [
     "check_top_k",
     "post_filter_fetch",
     "post_filter_first",
+    "post_filter_keep",
 ]
 
 MAX_ID = 2**63 - 1
@@ -56,6 +57,7 @@ POST_FILTER_FETCH = 4
 POST_FILTER_SHARE = 0.5  # ... and so is one of a DocumentIds holding at least this share of the documents
 POST_FILTER_SLACK = 16  # hits asked for beyond k / share
 FILTER_KEYS = ("document_id",)
+Hit = TypeVar("Hit")
 
 
 def check_top_k(top_k: Any, name: str = "top_k", high: int = MAX_TOP_K) -> int:
@@ -158,6 +160,18 @@ def post_filter_fetch(document_ids: Sequence[int], k: int) -> int:
     if share:
         fetch = min(fetch, math.ceil(k / share) + POST_FILTER_SLACK)
     return min(fetch, MAX_TOP_K)
+
+
+def post_filter_keep(
+    hits: Sequence[Hit], document_ids: Sequence[int], k: int, fetched: int, document_of: Callable[[Hit], int]
+) -> list[Hit] | None:
+    """The best ``k`` of ``hits`` (ranked, from an unfiltered search that asked for ``fetched``)
+    whose document (``document_of(hit)``) is one of ``document_ids``; None when fewer than ``k``
+    are left while the search returned all it asked for, so that more may exist: the caller then
+    searches with the filter."""
+    members = getattr(document_ids, "members", None) or frozenset(document_ids)
+    kept = [hit for hit in hits if document_of(hit) in members][:k]
+    return kept if len(kept) == k or len(hits) < fetched else None
 
 
 def check_filter(filter_dict: Any) -> list[int] | None:

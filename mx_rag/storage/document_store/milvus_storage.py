@@ -19,17 +19,18 @@ from mx_rag.storage.document_store import _milvus_docs as layout
 from mx_rag.storage.document_store.base_storage import MAX_CHUNKS_NUM, MAX_PAGE_CONTENT, Docstore, MxDocument
 from mx_rag.storage.document_store.chunk_rows import ChunkCodec, TextFn
 from mx_rag.storage.validation import (
-    POST_FILTER_FETCH,
     check_filter,
     check_id,
     check_ids,
     check_top_k,
+    post_filter_fetch,
     post_filter_first,
+    post_filter_keep,
 )
 from mx_rag.storage.vectorstore import _milvus_schema as milvus_
 from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
 from mx_rag.utils.checks import check_bool, check_instance, check_number, check_str, fail
-from mx_rag.utils.common import MAX_TOP_K, TEXT_MAX_LEN
+from mx_rag.utils.common import TEXT_MAX_LEN
 from mx_rag.utils.lazy import extra_import
 
 __all__ = ["MilvusDocstore"]
@@ -302,14 +303,12 @@ class MilvusDocstore(Docstore, MilvusCollection):
         if not self._bm25 or not query.strip() or document_ids == []:
             return []
         knobs = {} if milvus_.is_lite(self._server) else {"drop_ratio_search": drop}
-        hits = []
+        hits = None
         if document_ids is not None and post_filter_first(document_ids):
-            fetch = min(POST_FILTER_FETCH * top_k, MAX_TOP_K)
-            members = getattr(document_ids, "members", None) or frozenset(document_ids)
+            fetch = post_filter_fetch(document_ids, top_k)
             found = self._bm25_search(query, fetch, "", {}, knobs)
-            hits = [hit for hit in found if int(hit["entity"]["document_id"]) in members][:top_k]
-            hits = hits if len(hits) == top_k or len(found) < fetch else []
-        if not hits:
+            hits = post_filter_keep(found, document_ids, top_k, fetch, milvus_.hit_document)
+        if hits is None:
             expr, params = milvus_.in_expr("document_id", document_ids, self._server) if document_ids else ("", {})
             hits = self._bm25_search(query, top_k, expr, params, knobs)
         # Milvus reports the BM25 score; milvus-lite reports it negated. BM25 scores are never negative.

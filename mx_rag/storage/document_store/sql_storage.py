@@ -40,6 +40,7 @@ from mx_rag.storage.validation import (
     check_top_k,
     post_filter_fetch,
     post_filter_first,
+    post_filter_keep,
 )
 from mx_rag.utils.checks import check_pattern, check_str, fail
 from mx_rag.utils.common import TEXT_MAX_LEN
@@ -381,16 +382,14 @@ class _SqlDocstore(Docstore, Closable):
         table = self._table
         found = conn.execute(self._full_text.ranked(table, tokens, fetch, None)).all()
         scores = {row.id: row.score for row in found}
-        members = getattr(document_ids, "members", None) or frozenset(document_ids)
         rows = [
             _ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
                        scores[row.chunk_id])
             for batch in id_batches(list(scores))
             for row in conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(batch)))
-            if row.document_id in members
         ]  # fmt: skip
         rows.sort(key=lambda row: (-row.score, row.chunk_id))
-        return rows[:top_k] if len(rows) >= top_k or len(found) < fetch else []
+        return post_filter_keep(rows, document_ids, top_k, fetch, lambda row: row.document_id) or []
 
     def full_text_search(
         self, query: str, top_k: int = 3, filter_dict: dict[str, Any] | None = None

@@ -73,6 +73,11 @@ def build_params(
     return {**params, "dense": {**OLD_SERVER_BUILD.get(index_type, {}), **params.get("dense", {})}}
 
 
+def hit_document(hit: dict[str, Any]) -> int:
+    """The ``document_id`` of a search hit asked for that field (-1 when the hit lacks it)."""
+    return int(hit.get("entity", {}).get("document_id", -1))
+
+
 def lite_write_lock(client: Any) -> threading.Lock:
     """One lock per milvus-lite client: its server corrupts its sequence numbers when writes and
     flushes of several threads overlap ("current_seq is monotonic"), so writes take turns there.

@@ -10,13 +10,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
 
 from mx_rag.errors import ParameterError, StorageError
-from mx_rag.storage.validation import POST_FILTER_FETCH, check_filter, check_ids, check_k, post_filter_first
+from mx_rag.storage.validation import (
+    DocumentIds,
+    check_filter,
+    check_ids,
+    check_k,
+    post_filter_fetch,
+    post_filter_first,
+    post_filter_keep,
+)
 from mx_rag.storage.vectorstore import _milvus_hybrid as hybrid_
 from mx_rag.storage.vectorstore import _milvus_schema as schema_
 from mx_rag.storage.vectorstore._milvus_collection import MilvusCollection
@@ -24,12 +33,12 @@ from mx_rag.storage.vectorstore._milvus_schema import DENSE_MODES, INDEX_TYPES, 
 from mx_rag.storage.vectorstore._validation import check_document_ids, check_sparse
 from mx_rag.storage.vectorstore.vectorstore import SCORE_SCALE, SearchMode, VectorStore, as_matrix
 from mx_rag.utils.checks import check_bool, check_choice, check_instance, check_int, check_str
-from mx_rag.utils.common import MAX_TOP_K
 from mx_rag.utils.lazy import extra_import
 
 logger = logging.getLogger(__name__)
 
 MAX_DIM = 32768
+CONSISTENCY_LEVELS = ("Strong", "Session", "Bounded", "Eventually")
 ID_BATCH = 4096  # ids per "id in [...]" expression
 INSERT_BYTES = 16 * 1024 * 1024  # vector bytes per insert request (gRPC messages are capped)
 ITERATOR_BATCH = 1000
@@ -57,6 +66,13 @@ class MilvusDB(VectorStore, MilvusCollection):
     inline, and the HNSW/IVF build parameters they require filled in with newer servers' defaults.
     In HYBRID mode ``hybrid_search`` fuses a dense and a sparse search in Milvus (2.4 and later).
 
+    ``consistency_level`` is what searches ask of a Milvus server: ``"Strong"`` (the default) sees
+    every write acknowledged before the search, and so waits for the server's next time tick, about
+    200 ms with the server's defaults, at every search; ``"Session"`` sees the inserts made in
+    this process at once (pymilvus tracks them) and other writes within about a tick, without that wait
+    (and the first search with each new ``DocumentIds`` scope, one per registry change, is strong);
+    ``"Bounded"`` and ``"Eventually"`` as Milvus defines them. milvus-lite is always strong.
+
     Example:
         >>> from pymilvus import MilvusClient
         >>> store = MilvusDB.create(client=MilvusClient("./milvus.db"), x_dim=384, metric_type="IP")
@@ -73,6 +89,7 @@ class MilvusDB(VectorStore, MilvusCollection):
         index_type: str = "FLAT",
         metric_type: str = "L2",
         auto_flush: bool = True,
+        consistency_level: str = "Strong",
     ) -> None:
         pymilvus = _pymilvus()
         self._client = check_instance("client", client, pymilvus.MilvusClient)
@@ -84,6 +101,8 @@ class MilvusDB(VectorStore, MilvusCollection):
         self._index_type = check_choice("index_type", index_type, INDEX_TYPES)
         self._metric = check_choice("metric_type", metric_type, METRIC_TYPES)
         self._auto_flush = check_bool("auto_flush", auto_flush)
+        self._consistency = check_choice("consistency_level", consistency_level, CONSISTENCY_LEVELS)
+        self._strong_scopes: dict[int, weakref.ref[DocumentIds]] = {}  # scopes searched strongly, by id()
         self._dim: int | None = None  # caches of server facts; never per-call state
         self._server: str | None = None
 
@@ -94,7 +113,8 @@ class MilvusDB(VectorStore, MilvusCollection):
         if "client" not in options:
             raise ParameterError("MilvusDB.create needs client (a pymilvus.MilvusClient)")
         x_dim, params = options.pop("x_dim", None), options.pop("params", None)
-        known = ("client", "collection_name", "search_mode", "auto_id", "index_type", "metric_type", "auto_flush")
+        known = ("client", "collection_name", "search_mode", "auto_id", "index_type", "metric_type", "auto_flush",
+                 "consistency_level")  # fmt: skip
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise ParameterError(f"MilvusDB.create got unsupported arguments {unknown}")
@@ -297,23 +317,25 @@ class MilvusDB(VectorStore, MilvusCollection):
         if docs == []:
             return (empty, empty, empty) if fields is not None else (empty, empty)
         knobs = schema_.search_knobs(self._index_type, field, search_params, k)
-        if docs is not None and post_filter_first(docs) and fields is None:
-            found = self._post_filtered(data, field, metric, search_params, k, docs)
-            if found is not None:
-                scale = SCORE_SCALE[metric]
-                return [[scale(d) for d, _ in row] for row in found], [[i for _, i in row] for row in found]
-        expr, expr_params = self._in_expr("document_id", docs) if docs else ("", {})
-        with self._call("search"):
-            result = self._client.search(
-                self._collection,
-                data=list(data),
-                limit=k,
-                anns_field=field,
-                filter=expr,
-                filter_params=expr_params,
-                output_fields=fields or ["id"],
-                search_params={"metric_type": metric, "params": knobs},
-            )
+        with self._consistency_of(docs) as level:
+            if docs is not None and post_filter_first(docs) and fields is None:
+                found = self._post_filtered(data, field, metric, search_params, k, docs, level)
+                if found is not None:
+                    scale = SCORE_SCALE[metric]
+                    return [[scale(d) for d, _ in row] for row in found], [[i for _, i in row] for row in found]
+            expr, expr_params = self._in_expr("document_id", docs) if docs else ("", {})
+            with self._call("search"):
+                result = self._client.search(
+                    self._collection,
+                    data=list(data),
+                    limit=k,
+                    anns_field=field,
+                    filter=expr,
+                    filter_params=expr_params,
+                    output_fields=fields or ["id"],
+                    search_params={"metric_type": metric, "params": knobs},
+                    consistency_level=level,
+                )
         scale = SCORE_SCALE[metric]
         scores = [[scale(float(hit["distance"])) for hit in hits] for hits in result]
         ids = [[int(hit["id"]) for hit in hits] for hits in result]
@@ -322,23 +344,23 @@ class MilvusDB(VectorStore, MilvusCollection):
         return scores, ids, [[{f: hit.get("entity", {}).get(f) for f in fields} for hit in hits] for hits in result]
 
     def _post_filtered(
-        self, data: Any, field: str, metric: str, search_params: dict[str, Any] | None, k: int, docs: list[int]
+        self, data: Any, field: str, metric: str, search_params: dict[str, Any] | None, k: int, docs: list[int],
+        level: str,
     ) -> list[list[tuple[float, int]]] | None:
         """(distance, id) of the best ``k`` hits of ``docs`` per row, taken from an unfiltered search
-        for ``POST_FILTER_FETCH * k``; None where a row kept fewer than ``k`` while more exist."""
-        limit = min(POST_FILTER_FETCH * k, MAX_TOP_K)
+        for ``post_filter_fetch(docs, k)``; None where a row kept fewer than ``k`` while more exist."""
+        limit = post_filter_fetch(docs, k)
         params = {"metric_type": metric, "params": schema_.search_knobs(self._index_type, field, search_params, limit)}
-        members = getattr(docs, "members", None) or frozenset(docs)
         with self._call("search"):
             result = self._client.search(self._collection, data=list(data), limit=limit, anns_field=field,
-                                         output_fields=["id", "document_id"], search_params=params)
+                                         output_fields=["document_id"], search_params=params,
+                                         consistency_level=level)
         rows = []
         for hits in result:
-            kept = [(float(h["distance"]), int(h["id"])) for h in hits
-                    if int(h.get("entity", {}).get("document_id", -1)) in members][:k]  # fmt: skip
-            if len(kept) < k and len(hits) == limit:
+            kept = post_filter_keep(hits, docs, k, limit, schema_.hit_document)
+            if kept is None:
                 return None
-            rows.append(kept)
+            rows.append([(float(hit["distance"]), int(hit["id"])) for hit in kept])
         return rows
 
     def hybrid_search(
@@ -371,11 +393,27 @@ class MilvusDB(VectorStore, MilvusCollection):
         knobs = schema_.search_knobs(self._index_type, "vector", None, k)
         reqs = hybrid_.requests(pymilvus, [list(v) for v in dense], sparse, k=k, expr=expr, params=params,
                                 metric=self._metric, knobs=knobs)
-        with self._call("hybrid_search"):
-            result = self._client.hybrid_search(self._collection, reqs, fuse, limit=k, output_fields=["id"])
+        with self._consistency_of(docs) as level, self._call("hybrid_search"):
+            result = self._client.hybrid_search(self._collection, reqs, fuse, limit=k, output_fields=["id"],
+                                                consistency_level=level)
         return [[float(hit["distance"]) for hit in hits] for hits in result], [
             [int(hit["id"]) for hit in hits] for hits in result
         ]
+
+    @contextlib.contextmanager
+    def _consistency_of(self, docs: Any) -> Iterator[str]:
+        """The consistency level of one search: ``consistency_level``, except Strong for the first
+        search with a ``DocumentIds`` this store has not searched with before (a knowledge base's
+        scope is a new one after every change of the registry, by this process or another, whose
+        vectors a search that is not strong might not see yet); once that search succeeded, later
+        ones with the same scope use ``consistency_level`` again."""
+        seen = self._strong_scopes.get(id(docs))
+        if self._consistency == "Strong" or not isinstance(docs, DocumentIds) or (seen is not None and seen() is docs):
+            yield self._consistency
+            return
+        yield "Strong"
+        live = {key: ref for key, ref in self._strong_scopes.items() if ref() is not None}  # scopes replaced: gone
+        self._strong_scopes = {**live, id(docs): weakref.ref(docs)}
 
     def get_all_ids(self) -> list[int]:
         """Every id, read page by page with a query iterator (never one unbounded query)."""

@@ -15,6 +15,7 @@ import pytest
 from pymilvus import MilvusClient
 
 from mx_rag.errors import ParameterError, StorageError
+from mx_rag.storage.validation import DocumentIds
 from mx_rag.storage.vectorstore import MilvusDB, SearchMode
 from mx_rag.storage.vectorstore._milvus_schema import in_expr
 
@@ -224,3 +225,39 @@ def test_hybrid_search_fuses_dense_and_sparse_in_milvus(milvus_client: Any) -> N
         store.hybrid_search(query_dense, [{101: 1.0}, {102: 1.0}])
     with pytest.raises(ParameterError, match="search_mode"):
         _create(milvus_client).hybrid_search(query_dense, [{101: 1.0}])
+
+
+def test_consistency_level_is_checked_and_served_by_milvus_lite(milvus_client: Any) -> None:
+    with pytest.raises(ParameterError, match="consistency_level"):
+        MilvusDB(milvus_client, consistency_level="Weak")
+    store = _create(milvus_client, consistency_level="Session")
+    data = unit_vectors(12, DIM)
+    store.add(list(range(12)), data, document_id=[i // 3 for i in range(12)])
+    scope = DocumentIds(range(4), share=1.0)
+    assert [store.search(data[5:6], k=1, filter_dict={"document_id": scope})[1] for _ in range(2)] == [[[5]]] * 2
+
+
+_WRITER = """import sys, numpy as np
+from pymilvus import MilvusClient
+from mx_rag.storage.vectorstore import MilvusDB
+store = MilvusDB.create(client=MilvusClient(uri=sys.argv[1]), collection_name=sys.argv[2], x_dim=8, metric_type="IP",
+                        index_type="HNSW", auto_flush=False)
+store.add([99], np.asarray([[1.0] + [0.0] * 7], dtype=np.float32), document_id=9)
+"""
+
+
+@pytest.mark.slow
+def test_session_searches_see_another_process_write_through_a_new_scope(milvus_server: Any) -> None:
+    """``consistency_level="Session"`` (the server's workspace) skips the wait for the server's time
+    tick, yet the first search with a new scope (one per registry change) is strong, so a vector
+    that another process wrote just before is found; the same scope then searches as a session."""
+    client = MilvusClient(uri=milvus_server.uri)
+    with milvus_server.scratch_collection("session") as name:
+        store = MilvusDB.create(client=client, collection_name=name, x_dim=DIM, metric_type="IP", index_type="HNSW",
+                                auto_flush=False, consistency_level="Session")
+        store.add(list(range(8)), unit_vectors(8, DIM), document_id=1)
+        subprocess.run([sys.executable, "-c", _WRITER, milvus_server.uri, name], check=True, timeout=120)
+        scope = DocumentIds([1, 9], share=1.0)
+        query = np.asarray([[1.0] + [0.0] * 7], dtype=np.float32)
+        assert [store.search(query, k=1, filter_dict={"document_id": scope})[1] for _ in range(2)] == [[[99]]] * 2
+    client.close()
