@@ -317,6 +317,8 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--ceiling-writers", default="1,2,4")
     parser.add_argument("--sim-files", type=int, default=80, help="files of the simulated runs")
+    parser.add_argument("--sleep-per-chunk", type=float, default=None,
+                        help="seconds the simulated embedder sleeps per chunk (default: the real batch's, measured here)")
     parser.add_argument("--postgres-url", default=Path("/tmp/pg.url").read_text().strip()
                         if Path("/tmp/pg.url").exists() else None)
     parser.add_argument("--milvus", required=True, help="a Milvus server's URI")
@@ -339,7 +341,7 @@ def main() -> None:
     started = time.perf_counter()
     embedding.embed_documents(texts)
     batch_s = time.perf_counter() - started
-    per_chunk = batch_s / len(texts)
+    per_chunk = batch_s / len(texts) if args.sleep_per_chunk is None else args.sleep_per_chunk
     emit({"bench": BENCH, "scenario": "real_batch", "chunks": len(texts), "real_batch_s": round(batch_s, 3),
           "loadavg": loadavg()})
     if not args.skip_real:
@@ -358,6 +360,7 @@ def main() -> None:
             base = base or line["seconds"]
             emit({"bench": BENCH, "scenario": f"simulated_{n}", **line, "sleep_per_chunk_s": round(per_chunk, 4),
                   "ideal_s": round(line["chunks"] * per_chunk / n, 2),
+                  "overhead_s": round(line["seconds"] - line["chunks"] * per_chunk / n, 2),
                   "efficiency": round(base / (n * line["seconds"]), 3)})
         for w in [int(w) for w in args.ceiling_writers.split(",")]:
             line = simulated(args, sim_paths, address, work, f"ceiling-{w}", embedders=8, writers=w, per_chunk=0.0)
