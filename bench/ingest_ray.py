@@ -318,7 +318,7 @@ def main() -> None:
     parser.add_argument("--ceiling-writers", default="1,2,4")
     parser.add_argument("--sim-files", type=int, default=80, help="files of the simulated runs")
     parser.add_argument("--sleep-per-chunk", type=float, default=None,
-                        help="seconds the simulated embedder sleeps per chunk (default: the real batch's, measured here)")
+                        help="seconds the simulated embedder sleeps per chunk (default: the real batch's here)")
     parser.add_argument("--postgres-url", default=Path("/tmp/pg.url").read_text().strip()
                         if Path("/tmp/pg.url").exists() else None)
     parser.add_argument("--milvus", required=True, help="a Milvus server's URI")
