@@ -7,8 +7,8 @@ A pool holds ``embedders`` embedding actors (each loads the model once, in its c
 ``ingest`` plans the files (``mx_rag.distributed.ingest``), then drives the stages from this
 process: registry rows, load-and-split tasks (retried by Ray when their worker or node dies),
 batches of ``batch_chunks`` chunks sent to the least busy embedder and on, as an object
-reference, to a writer; at most two batches per embedder in flight until every file is loaded,
-then the rest levelled over the embedders. Ray restarts a dead actor (``max_restarts``)
+reference, to a writer; at most two batches per embedder in flight, the last ones smaller so
+that the embedders end together. Ray restarts a dead actor (``max_restarts``)
 and runs its calls again (``max_task_retries``); a batch whose write still fails (its object lost
 with a node, a store error) is sent again, up to ``BATCH_ATTEMPTS`` times, and the writers'
 upserts by chunk id make every repeat harmless.
@@ -174,13 +174,13 @@ class _Run:
 
     Each file gets its ``pending`` registry row just before its load task is sent, so the rows
     are written while earlier files are embedded. A batch goes to the embedder with the fewest
-    chunks queued. Once every file is loaded, what is left is sent at once, in batches sized so
-    that every embedder ends with as many chunks queued (none waits while another still has a
-    whole batch to do)."""
+    chunks queued, at most ``IN_FLIGHT_PER_EMBEDDER`` batches each; the last ones get smaller
+    (``_send_waiting``)."""
 
     def __init__(self, pool: RayPool, commits: Commits) -> None:
         self.ray, self.pool, self.commits = pool._ray, pool, commits
         self.batch = pool.options.batch_chunks
+        self.smallest = max(1, self.batch // 16)  # the last batches' size at least
         self.embedders = len(pool._embedders)
         self.loading: dict[Any, dict[str, Any]] = {}
         self.waiting: list[dict[str, Any]] = []  # chunks loaded, not yet in a batch
@@ -225,20 +225,22 @@ class _Run:
         return row
 
     def _send_waiting(self, loaded: bool) -> None:
-        """Full batches to embedders with a free place; once every file is ``loaded``, the rest
-        at once, levelled over the embedders."""
-        if loaded and self.waiting:
-            level = math.ceil((sum(self.embed_chunks.values()) + len(self.waiting)) / self.embedders)
-            while self.waiting:
-                embedder = self._least_queued(range(self.embedders))
-                size = max(1, min(self.batch, level - self.embed_chunks[embedder]))
-                self._send_rows(size, embedder)
-            return
-        while len(self.waiting) >= self.batch:
+        """Batches to the embedders with a free place: full ones while files are still loading
+        (an idle embedder takes what is there, so that each starts as early as it can); once
+        every file is ``loaded``, smaller and smaller ones (what is left over twice the
+        embedders), so that they all end at about the same time, however fast each one is."""
+        while self.waiting:
             free = [i for i in range(self.embedders) if self.embed_batches[i] < IN_FLIGHT_PER_EMBEDDER]
             if not free:
                 return
-            self._send_rows(self.batch, self._least_queued(free))
+            embedder = self._least_queued(free)
+            if loaded:
+                size = max(self.smallest, math.ceil(len(self.waiting) / (IN_FLIGHT_PER_EMBEDDER * self.embedders)))
+            elif len(self.waiting) >= self.batch or self.embed_batches[embedder] == 0:
+                size = self.batch
+            else:
+                return
+            self._send_rows(min(size, self.batch), embedder)
 
     def _least_queued(self, embedders: Iterable[int]) -> int:
         return min(embedders, key=lambda i: (self.embed_chunks[i], i))
