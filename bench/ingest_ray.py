@@ -183,22 +183,44 @@ def timed_ingest(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 class SleepingEmbedder:
-    """Sleeps ``seconds_per_chunk`` per text (the real model's time here), returns unit vectors."""
+    """Sleeps ``seconds_per_chunk`` per text (the real model's time here), returns unit vectors;
+    appends ``pid start end texts`` (Unix times) to ``log`` per call."""
 
-    def __init__(self, seconds_per_chunk: float, dimension: int) -> None:
-        self.seconds, self.dimension = seconds_per_chunk, dimension
+    def __init__(self, seconds_per_chunk: float, dimension: int, log: str) -> None:
+        self.seconds, self.dimension, self.log = seconds_per_chunk, dimension, log
 
     def __call__(self, texts: list[str]) -> Any:
         import numpy as np
 
+        started = time.time()
         time.sleep(self.seconds * len(texts))
         rng = np.random.default_rng(len(texts))
         vectors = rng.standard_normal((len(texts), self.dimension)).astype(np.float32)
+        with open(self.log, "a", encoding="ascii") as handle:
+            handle.write(f"{os.getpid()} {started:.6f} {time.time():.6f} {len(texts)}\n")
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def sleeping(seconds_per_chunk: float, dimension: int) -> SleepingEmbedder:
-    return SleepingEmbedder(seconds_per_chunk, dimension)
+def sleeping(seconds_per_chunk: float, dimension: int, log: str) -> SleepingEmbedder:
+    return SleepingEmbedder(seconds_per_chunk, dimension, log)
+
+
+def embed_timeline(log: Path, began: float) -> dict[str, Any]:
+    """From a ``SleepingEmbedder`` log: seconds after ``began`` (the ingestion's start) at which
+    the first and the last embedder started, and at which the first and the last one ended;
+    the batches."""
+    calls = [line.split() for line in log.read_text(encoding="ascii").splitlines()] if log.exists() else []
+    if not calls:
+        return {}
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    for pid, start, end, _ in calls:
+        starts[pid] = min(starts.get(pid, math.inf), float(start))
+        ends[pid] = max(ends.get(pid, 0.0), float(end))
+    return {"first_start_s": round(min(starts.values()) - began, 2),
+            "last_start_s": round(max(starts.values()) - began, 2),
+            "first_end_s": round(min(ends.values()) - began, 2),
+            "last_end_s": round(max(ends.values()) - began, 2), "batches": len(calls)}
 
 
 class TimedStore:
@@ -240,13 +262,14 @@ def simulated(args: argparse.Namespace, paths: list[Path], address: str, work: P
         pool = RayPool(
             loader_factory=functools.partial(LoaderMng.with_defaults, chunk_size=settings.upload.chunk_size,
                                              chunk_overlap=settings.upload.chunk_overlap),
-            embedder_factory=functools.partial(sleeping, per_chunk, dimension),
+            embedder_factory=functools.partial(sleeping, per_chunk, dimension, str(work / f"{name}.embeds")),
             stores_factory=functools.partial(timed_stores, settings, dimension, str(log)), dimension=dimension,
             address=address, options=RayOptions(embedders=embedders, embed_cpus=SIM_EMBED_CPUS, writers=writers,
                                                 batch_chunks=args.batch))
         started = time.perf_counter()
         with pool:  # starts it
             actor_s = time.perf_counter() - started
+            began = time.time()
             seconds, report = timed_ingest(lambda: pool.ingest(kb, paths))
         chunks = sum(report.chunks.values())
         stored = (service.chunks.count(), service.vectors.count())
@@ -256,6 +279,7 @@ def simulated(args: argparse.Namespace, paths: list[Path], address: str, work: P
             "chunks_per_s": round(chunks / seconds, 2),
             "writer_busy": round(busy_seconds(log) / (writers * seconds), 3),
             "phases_s": {k: round(v, 2) for k, v in pool.phases.items()},
+            "embedders_s": embed_timeline(work / f"{name}.embeds", began),
             "failed": len(report.failed), "loadavg": loadavg()}
 
 
@@ -317,6 +341,8 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--ceiling-writers", default="1,2,4")
     parser.add_argument("--sim-files", type=int, default=80, help="files of the simulated runs")
+    parser.add_argument("--sleep-per-chunk", type=float, default=None,
+                        help="seconds the simulated embedder sleeps per chunk (default: the real batch's here)")
     parser.add_argument("--postgres-url", default=Path("/tmp/pg.url").read_text().strip()
                         if Path("/tmp/pg.url").exists() else None)
     parser.add_argument("--milvus", required=True, help="a Milvus server's URI")
@@ -339,7 +365,7 @@ def main() -> None:
     started = time.perf_counter()
     embedding.embed_documents(texts)
     batch_s = time.perf_counter() - started
-    per_chunk = batch_s / len(texts)
+    per_chunk = batch_s / len(texts) if args.sleep_per_chunk is None else args.sleep_per_chunk
     emit({"bench": BENCH, "scenario": "real_batch", "chunks": len(texts), "real_batch_s": round(batch_s, 3),
           "loadavg": loadavg()})
     if not args.skip_real:
@@ -358,6 +384,7 @@ def main() -> None:
             base = base or line["seconds"]
             emit({"bench": BENCH, "scenario": f"simulated_{n}", **line, "sleep_per_chunk_s": round(per_chunk, 4),
                   "ideal_s": round(line["chunks"] * per_chunk / n, 2),
+                  "overhead_s": round(line["seconds"] - line["chunks"] * per_chunk / n, 2),
                   "efficiency": round(base / (n * line["seconds"]), 3)})
         for w in [int(w) for w in args.ceiling_writers.split(",")]:
             line = simulated(args, sim_paths, address, work, f"ceiling-{w}", embedders=8, writers=w, per_chunk=0.0)

@@ -5,9 +5,10 @@ and every run that goes through the pool.
 A pool holds ``embedders`` embedding actors (each loads the model once, in its constructor) and
 ``writers`` writer actors (each opens the shared stores once), spread over the cluster's nodes.
 ``ingest`` plans the files (``mx_rag.distributed.ingest``), then drives the stages from this
-process: load-and-split tasks (retried by Ray when their worker or node dies), batches of
-``batch_chunks`` chunks sent to the least busy embedder and on, as an object reference, to a
-writer; at most two batches per embedder in flight. Ray restarts a dead actor (``max_restarts``)
+process: registry rows, load-and-split tasks (retried by Ray when their worker or node dies),
+batches of ``batch_chunks`` chunks sent to the least busy embedder and on, as an object
+reference, to a writer; at most two batches per embedder in flight, the last ones smaller so
+that the embedders end together. Ray restarts a dead actor (``max_restarts``)
 and runs its calls again (``max_task_retries``); a batch whose write still fails (its object lost
 with a node, a store error) is sent again, up to ``BATCH_ATTEMPTS`` times, and the writers'
 upserts by chunk id make every repeat harmless.
@@ -16,9 +17,10 @@ upserts by chunk id make every repeat harmless.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ import numpy as np
 
 from mx_rag.distributed.ingest import Commits, RayOptions, check_scale_out_stores, connect
 from mx_rag.distributed.stages import Embedder, Writer, columns, load_and_split, warm_loader
-from mx_rag.knowledge.ingest import FileEvent, IngestReport, plan_files
+from mx_rag.knowledge.ingest import FileEvent, FileJob, IngestReport, plan_files
 from mx_rag.knowledge.knowledge import KnowledgeDB
 
 __all__ = ["BATCH_ATTEMPTS", "RayPool", "ray_ingest"]
@@ -75,7 +77,10 @@ class RayPool:
         self._load: Any = None
         self._embedders: list[Any] = []
         self._writers: list[Any] = []
-        self.phases: dict[str, float] = {}  # seconds of the last ``ingest`` per phase (logged at INFO)
+        # seconds of the last ``ingest`` per phase (logged at INFO): plan (paths, hashes), pipeline,
+        # repair; and parts of the pipeline: register (registry rows), ramp (until the first batch
+        # is sent), results (the driver taking loaded chunks and written batches: counts, commits)
+        self.phases: dict[str, float] = {}
 
     def __enter__(self) -> RayPool:
         self.start()
@@ -133,7 +138,7 @@ class RayPool:
         """
         check_scale_out_stores(knowledge)
         self.start()
-        self.phases = dict.fromkeys(("plan", "register", "pipeline", "repair"), 0.0)
+        self.phases = dict.fromkeys(("plan", "pipeline", "register", "ramp", "results", "repair"), 0.0)
         report = IngestReport()
         given = [str(f) for f in files]
         for start in range(0, len(given), knowledge.max_file_count):
@@ -159,61 +164,104 @@ class RayPool:
         if jobs:
             commits = Commits(knowledge, report, progress)
             began = time.perf_counter()
-            rows = [{"doc_id": commits.register(job), "path": str(job.path), "digest": job.digest,
-                     "knowledge_id": knowledge.knowledge_id} for job in jobs]
-            self.phases["register"] += time.perf_counter() - began
-            began = time.perf_counter()
-            _Run(self, commits).drive(rows)
+            _Run(self, commits).drive(jobs)
             commits.finish()
             self.phases["pipeline"] += time.perf_counter() - began
 
 
 class _Run:
-    """One wave's flow through the pool: loads, batches, embeds, writes, commits."""
+    """One wave's flow through the pool: registry rows, loads, batches, embeds, writes, commits.
+
+    Each file gets its ``pending`` registry row just before its load task is sent, so the rows
+    are written while earlier files are embedded. A batch goes to the embedder with the fewest
+    chunks queued, at most ``IN_FLIGHT_PER_EMBEDDER`` batches each; the last ones get smaller
+    (``_send_waiting``)."""
 
     def __init__(self, pool: RayPool, commits: Commits) -> None:
         self.ray, self.pool, self.commits = pool._ray, pool, commits
         self.batch = pool.options.batch_chunks
+        self.smallest = max(1, self.batch // 16)  # the last batches' size at least
+        self.embedders = len(pool._embedders)
         self.loading: dict[Any, dict[str, Any]] = {}
         self.waiting: list[dict[str, Any]] = []  # chunks loaded, not yet in a batch
         self.writing: dict[Any, _Batch] = {}
-        self.embed_busy: Counter[int] = Counter()
+        self.embed_batches: Counter[int] = Counter()  # batches sent to each embedder, not yet written
+        self.embed_chunks: Counter[int] = Counter()  # and their chunks
         self.write_busy: Counter[int] = Counter()
         cpus = float(self.ray.cluster_resources().get("CPU", 1.0))
         self.max_loads = max(2, int(2 * cpus / pool.options.load_cpus))
-        self.max_batches = IN_FLIGHT_PER_EMBEDDER * len(pool._embedders)
+        self.started = time.perf_counter()
+        self.first_sent: float | None = None
 
-    def drive(self, rows: list[dict[str, Any]]) -> None:
-        todo = deque(rows)
+    def drive(self, jobs: list[FileJob]) -> None:
+        todo = deque(jobs)
+        phases = self.pool.phases
+        most_waiting = self.batch * IN_FLIGHT_PER_EMBEDDER * self.embedders
         while todo or self.loading or self.waiting or self.writing:
-            while todo and len(self.loading) < self.max_loads and len(self.waiting) < self.batch * self.max_batches:
-                row = todo.popleft()
+            while todo and len(self.loading) < self.max_loads and len(self.waiting) < most_waiting:
+                row = self._register(todo.popleft())
                 sent = {**row, "data": Path(row["path"]).read_bytes()} if self.pool.options.send_files else row
                 self.loading[self.pool._load.remote(sent, self.pool.loader_factory)] = row
-            while self.waiting and len(self.writing) < self.max_batches and (
-                    len(self.waiting) >= self.batch or not (todo or self.loading)):
-                rows_now, self.waiting = self.waiting[: self.batch], self.waiting[self.batch :]
-                self._send(_Batch(rows_now, docs=sorted({int(r["doc_id"]) for r in rows_now})))
+            self._send_waiting(loaded=not (todo or self.loading))
             pending = list(self.loading) + list(self.writing)
             if not pending:
                 continue
             done, _ = self.ray.wait(pending, num_returns=1, timeout=5.0)
             if done:  # and whatever else is finished by now
                 done, _ = self.ray.wait(pending, num_returns=len(pending), timeout=0)
+            began = time.perf_counter()
             for ref in done:
                 if ref in self.loading:
                     self._loaded(ref)
                 else:
                     self._written(ref)
+            phases["results"] += time.perf_counter() - began
+        phases["ramp"] += (self.first_sent or time.perf_counter()) - self.started
 
-    def _send(self, batch: _Batch) -> None:
-        embedder = min(range(len(self.pool._embedders)), key=lambda i: (self.embed_busy[i], i))
+    def _register(self, job: FileJob) -> dict[str, Any]:
+        began = time.perf_counter()
+        row = {"doc_id": self.commits.register(job), "path": str(job.path), "digest": job.digest,
+               "knowledge_id": self.commits.knowledge.knowledge_id}
+        self.pool.phases["register"] += time.perf_counter() - began
+        return row
+
+    def _send_waiting(self, loaded: bool) -> None:
+        """Batches to the embedders with a free place: full ones while files are still loading
+        (an idle embedder takes what is there, so that each starts as early as it can); once
+        every file is ``loaded``, smaller and smaller ones (what is left over twice the
+        embedders), so that they all end at about the same time, however fast each one is."""
+        while self.waiting:
+            free = [i for i in range(self.embedders) if self.embed_batches[i] < IN_FLIGHT_PER_EMBEDDER]
+            if not free:
+                return
+            embedder = self._least_queued(free)
+            if loaded:
+                size = max(self.smallest, math.ceil(len(self.waiting) / (IN_FLIGHT_PER_EMBEDDER * self.embedders)))
+            elif len(self.waiting) >= self.batch or self.embed_batches[embedder] == 0:
+                size = self.batch
+            else:
+                return
+            self._send_rows(min(size, self.batch), embedder)
+
+    def _least_queued(self, embedders: Iterable[int]) -> int:
+        return min(embedders, key=lambda i: (self.embed_chunks[i], i))
+
+    def _send_rows(self, size: int, embedder: int) -> None:
+        rows, self.waiting = self.waiting[:size], self.waiting[size:]
+        self._send(_Batch(rows, docs=sorted({int(r["doc_id"]) for r in rows})), embedder)
+
+    def _send(self, batch: _Batch, embedder: int | None = None) -> None:
+        if embedder is None:
+            embedder = self._least_queued(range(self.embedders))
         writer = min(range(len(self.pool._writers)), key=lambda i: (self.write_busy[i], i))
         batch.embedder, batch.writer = embedder, writer
-        self.embed_busy[embedder] += 1
+        self.embed_batches[embedder] += 1
+        self.embed_chunks[embedder] += len(batch.rows)
         self.write_busy[writer] += 1
         embedded = self.pool._embedders[embedder].embed.remote(columns(batch.rows))
         self.writing[self.pool._writers[writer].write.remote(embedded)] = batch
+        if self.first_sent is None:
+            self.first_sent = time.perf_counter()
 
     def _loaded(self, ref: Any) -> None:
         row = self.loading.pop(ref)
@@ -228,7 +276,8 @@ class _Run:
 
     def _written(self, ref: Any) -> None:
         batch = self.writing.pop(ref)
-        self.embed_busy[batch.embedder] -= 1
+        self.embed_batches[batch.embedder] -= 1
+        self.embed_chunks[batch.embedder] -= len(batch.rows)
         self.write_busy[batch.writer] -= 1
         try:
             result = self.ray.get(ref)

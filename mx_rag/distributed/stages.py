@@ -2,7 +2,9 @@
 """The stages of scale-out ingestion as Ray runs them: load and split (tasks), embed (an actor
 pool), write (a few actors). A task returns its chunks as plain dicts of ints and strings; a batch
 is a dict of numpy columns. Nothing here imports Ray, so each stage is an ordinary function or
-class (``mx_rag.distributed.pool`` makes the tasks and actors of them).
+class (``mx_rag.distributed.pool`` makes the tasks and actors of them). What the stages use is
+imported with this module, so a worker process pays for the imports when it starts (the pool
+waits for that), not on its first batch.
 
 Every chunk's id is ``chunk_id(knowledge base, document path, content hash, chunk index)``, and
 the writers upsert by it into PostgreSQL (``PostgresDocstore.upsert``) and Milvus
@@ -25,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from mx_rag.errors import DocumentError, MxRagError
+from mx_rag.knowledge.knowledge import embed_texts
+from mx_rag.storage.document_store.base_storage import MxDocument
 
 __all__ = ["Embedder", "Writer", "chunk_id", "columns", "load_and_split", "warm_loader"]
 
@@ -127,8 +131,6 @@ class Embedder:
         return True
 
     def embed(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from mx_rag.knowledge.knowledge import embed_texts
-
         self._bound_threads()
         ok = np.flatnonzero(batch["error"] == "")
         vectors = np.zeros((len(batch["error"]), self.dimension), dtype=np.float32)
@@ -154,8 +156,6 @@ class Writer:
         return True
 
     def write(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from mx_rag.storage.document_store.base_storage import MxDocument
-
         ok = np.flatnonzero(batch["error"] == "")
         if len(ok):
             doc_ids = batch["doc_id"][ok].astype(np.int64)
