@@ -62,7 +62,7 @@ def write_corpus(folder: Path, files: int, per_file: int) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in range(files):
-        part = items[f * per_file : (f + 1) * per_file]
+        part = [items[(f * per_file + i) % len(items)] for i in range(per_file)]  # wraps: no file is empty
         text = "\n\n".join(f"## {title}\n\n{''.join(sentences)}" for title, sentences in part)
         path = folder / f"hotpot-{f:03d}.md"
         path.write_text(text, encoding="utf-8")
