@@ -51,6 +51,7 @@ from typing import Any
 from _harness import MULTIHOP, ROOT, emit, environment, loadavg, package_version
 
 sys.path.insert(0, str(ROOT))
+from mx_rag.knowledge.store import DEFAULT_EMBEDDING
 
 BENCH = "ingest_ray"
 SIM_EMBED_CPUS = 0.1
@@ -62,7 +63,7 @@ def write_corpus(folder: Path, files: int, per_file: int) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in range(files):
-        part = items[f * per_file : (f + 1) * per_file]
+        part = [items[(f * per_file + i) % len(items)] for i in range(per_file)]  # wraps: no file is empty
         text = "\n\n".join(f"## {title}\n\n{''.join(sentences)}" for title, sentences in part)
         path = folder / f"hotpot-{f:03d}.md"
         path.write_text(text, encoding="utf-8")
@@ -336,7 +337,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--per-file", type=int, default=10, help="HotpotQA paragraphs per file")
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--model", default=DEFAULT_EMBEDDING, help="default: the SDK's default model")
     parser.add_argument("--batch", type=int, default=32, help="chunks per embedding call and per write")
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--ceiling-writers", default="1,2,4")

@@ -32,7 +32,6 @@ from typing import Any
 from mx_rag.errors import ParameterError
 from mx_rag.knowledge.ingest import FileEvent, FileJob, IngestReport
 from mx_rag.knowledge.knowledge import KnowledgeDB
-from mx_rag.knowledge.models import PENDING
 from mx_rag.utils.checks import check_int, check_number
 from mx_rag.utils.lazy import extra_import
 
@@ -106,17 +105,16 @@ class Commits:
         self.total: dict[int, int] = {}
         self.done: set[int] = set()
 
-    def register(self, job: FileJob) -> int:
-        registry, name, user = self.knowledge.knowledge_store, self.knowledge.knowledge_name, self.knowledge.user_id
-        current = registry.find_document(name, str(job.path), user) if job.replaces else None
-        if current is not None:
-            doc_id = registry.stage_document(name, str(job.path), user, current.document_id, job.digest)
-            self.replaces[doc_id] = current.document_id
-        else:
-            doc_id = registry.add_doc_info(name, job.path.name, str(job.path), user, status=PENDING,
-                                           content_hash=job.digest)
-        self.jobs[doc_id] = job
-        return doc_id
+    def register(self, jobs: list[FileJob]) -> list[int]:
+        """Give ``jobs`` their pending registry rows (a changed file a staged version), in one transaction."""
+        knowledge = self.knowledge
+        staged = knowledge.knowledge_store.stage_files(knowledge.knowledge_name, knowledge.user_id,
+                                                       [(str(job.path), job.digest) for job in jobs])
+        for (doc_id, replaces), job in zip(staged, jobs, strict=True):
+            self.jobs[doc_id] = job
+            if replaces is not None:
+                self.replaces[doc_id] = replaces
+        return [doc_id for doc_id, _ in staged]
 
     def take(self, batch: dict[str, Any]) -> None:
         """Count what the writers wrote; commit the documents now complete in one transaction."""

@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 BATCH_ATTEMPTS = 5  # sends of one batch before its documents are reported failed
 LOAD_RETRIES = 5  # Ray's retries of a load task whose worker or node died
 IN_FLIGHT_PER_EMBEDDER = 2  # batches queued per embedding actor: one running, one waiting
+REGISTER_AHEAD = 16  # files given their registry rows in one transaction
 
 
 @dataclass
@@ -142,38 +143,45 @@ class RayPool:
         report = IngestReport()
         given = [str(f) for f in files]
         for start in range(0, len(given), knowledge.max_file_count):
+            clean = False
             try:
                 with knowledge.knowledge_store.write_lock():
-                    self._wave(knowledge, given[start : start + knowledge.max_file_count], report, progress)
-            finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed
+                    clean = self._wave(knowledge, given[start : start + knowledge.max_file_count], report, progress)
+            finally:  # (under the knowledge base's own lock) failed documents undone, replaced versions removed;
+                # the two stores compared unless every file of the wave was written at the first try
                 began = time.perf_counter()
-                knowledge.repair()
+                knowledge.repair(compare_stores=not clean)
                 self.phases["repair"] += time.perf_counter() - began
         logger.info("ingested %d files: %s", len(given), ", ".join(f"{k} {v:.2f} s" for k, v in self.phases.items()))
         return report
 
     def _wave(self, knowledge: KnowledgeDB, files: list[str], report: IngestReport,
-              progress: Callable[[FileEvent], None] | None) -> None:
-        before = len(report.unchanged)
+              progress: Callable[[FileEvent], None] | None) -> bool:
+        """Run one wave; whether it was clean: no file failed and no batch was sent twice."""
+        before, failed = len(report.unchanged), len(report.failed)
         began = time.perf_counter()
         jobs = plan_files(knowledge, files, True, report)
         for given in report.unchanged[before:]:
             if progress is not None:
                 progress(FileEvent(given, "unchanged"))
         self.phases["plan"] += time.perf_counter() - began
-        if jobs:
-            commits = Commits(knowledge, report, progress)
-            began = time.perf_counter()
-            _Run(self, commits).drive(jobs)
-            commits.finish()
-            self.phases["pipeline"] += time.perf_counter() - began
+        if not jobs:
+            return True
+        commits = Commits(knowledge, report, progress)
+        began = time.perf_counter()
+        run = _Run(self, commits)
+        run.drive(jobs)
+        commits.finish()
+        self.phases["pipeline"] += time.perf_counter() - began
+        return not run.resent and len(report.failed) == failed
 
 
 class _Run:
     """One wave's flow through the pool: registry rows, loads, batches, embeds, writes, commits.
 
-    Each file gets its ``pending`` registry row just before its load task is sent, so the rows
-    are written while earlier files are embedded. A batch goes to the embedder with the fewest
+    Files get their ``pending`` registry rows ``REGISTER_AHEAD`` at a time, in one transaction,
+    just before their load tasks are sent, so the rows are written while earlier files are
+    embedded. A batch goes to the embedder with the fewest
     chunks queued, at most ``IN_FLIGHT_PER_EMBEDDER`` batches each; the last ones get smaller
     (``_send_waiting``)."""
 
@@ -192,14 +200,18 @@ class _Run:
         self.max_loads = max(2, int(2 * cpus / pool.options.load_cpus))
         self.started = time.perf_counter()
         self.first_sent: float | None = None
+        self.resent = False  # a batch had to be sent again (a writer or embedder failed)
 
     def drive(self, jobs: list[FileJob]) -> None:
         todo = deque(jobs)
+        registered: deque[dict[str, Any]] = deque()  # rows written, files not yet sent
         phases = self.pool.phases
         most_waiting = self.batch * IN_FLIGHT_PER_EMBEDDER * self.embedders
-        while todo or self.loading or self.waiting or self.writing:
-            while todo and len(self.loading) < self.max_loads and len(self.waiting) < most_waiting:
-                row = self._register(todo.popleft())
+        while todo or registered or self.loading or self.waiting or self.writing:
+            while (todo or registered) and len(self.loading) < self.max_loads and len(self.waiting) < most_waiting:
+                if not registered:
+                    registered.extend(self._register([todo.popleft() for _ in range(min(REGISTER_AHEAD, len(todo)))]))
+                row = registered.popleft()
                 sent = {**row, "data": Path(row["path"]).read_bytes()} if self.pool.options.send_files else row
                 self.loading[self.pool._load.remote(sent, self.pool.loader_factory)] = row
             self._send_waiting(loaded=not (todo or self.loading))
@@ -218,12 +230,13 @@ class _Run:
             phases["results"] += time.perf_counter() - began
         phases["ramp"] += (self.first_sent or time.perf_counter()) - self.started
 
-    def _register(self, job: FileJob) -> dict[str, Any]:
+    def _register(self, jobs: list[FileJob]) -> list[dict[str, Any]]:
         began = time.perf_counter()
-        row = {"doc_id": self.commits.register(job), "path": str(job.path), "digest": job.digest,
-               "knowledge_id": self.commits.knowledge.knowledge_id}
+        knowledge_id = self.commits.knowledge.knowledge_id
+        rows = [{"doc_id": doc_id, "path": str(job.path), "digest": job.digest, "knowledge_id": knowledge_id}
+                for doc_id, job in zip(self.commits.register(jobs), jobs, strict=True)]
         self.pool.phases["register"] += time.perf_counter() - began
-        return row
+        return rows
 
     def _send_waiting(self, loaded: bool) -> None:
         """Batches to the embedders with a free place: full ones while files are still loading
@@ -283,6 +296,7 @@ class _Run:
             result = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
             batch.attempts += 1
+            self.resent = True
             if batch.attempts < BATCH_ATTEMPTS:
                 logger.warning("a batch of %d chunks was not written (%s): sending it again", len(batch.rows),
                                type(exc).__name__)

@@ -369,6 +369,31 @@ class KnowledgeStore:
             return self._insert_doc(session, -member.knowledge_id, knowledge_name, os.path.basename(file_path),
                                     file_path, PENDING, content_hash, replaces)
 
+    def stage_files(
+        self, knowledge_name: str, user_id: str, files: list[tuple[str, str | None]]
+    ) -> list[tuple[int, int | None]]:
+        """Register ``files`` ((file path, content hash) each) in one transaction, all invisible
+        until ``commit_documents``: a path not in the knowledge base gets a ``pending`` row, a
+        path already there a staged version that replaces its row. Returns each file's document id
+        and the id of the document it replaces (None for a new one)."""
+        for i, (file_path, _) in enumerate(files):
+            check_str(f"files[{i}]", file_path, 1, 4096)
+        with self._session(changes=True) as session:
+            member = self._require(session, knowledge_name, user_id, admin=True)
+            kid = member.knowledge_id
+            current: dict[str, int] = {}
+            paths = [path for path, _ in files]
+            for start in range(0, len(paths), 500):
+                query = select(DocumentModel.document_file_path, DocumentModel.document_id).where(
+                    DocumentModel.knowledge_id == kid, DocumentModel.document_file_path.in_(paths[start : start + 500])
+                )
+                current.update({path: doc_id for path, doc_id in session.execute(query)})
+            return [
+                (self._insert_doc(session, -kid if path in current else kid, knowledge_name, os.path.basename(path),
+                                  path, PENDING, digest, current.get(path)), current.get(path))
+                for path, digest in files
+            ]
+
     def commit_documents(self, ready: list[int], promoted: list[int]) -> None:
         """One transaction: ``ready`` become ready; each staged document in ``promoted`` takes the
         place of the version it replaces (whose row goes; its chunks and vectors are removed next)."""

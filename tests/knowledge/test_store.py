@@ -128,3 +128,21 @@ def test_choose_embedding_keeps_what_built_the_folder() -> None:
     # a folder of the user's cannot be guessed from its last part: the next built-in, else the default
     assert choose_embedding(None, ["my-encoder", "multilingual-e5-small"]) == "multilingual-e5-small"
     assert choose_embedding(None, ["my-encoder"]) == DEFAULT_EMBEDDING
+
+
+def test_stage_files_registers_new_and_changed_files_invisibly_in_one_go(store: KnowledgeStore) -> None:
+    store.add_knowledge("kb", "Default")
+    old = store.add_doc_info("kb", "a.txt", "/x/a.txt", "Default", content_hash="h0")
+    staged = store.stage_files("kb", "Default", [("/x/a.txt", "h1"), ("/x/b.txt", "h2")])
+    (changed, replaces), (new, none) = staged
+    assert (replaces, none) == (old, None)
+    assert [d.document_id for d in store.get_all_documents("kb", "Default")] == [old]  # nothing shown yet
+    store.commit_documents([new], [changed])
+    rows = {d.document_file_path: d for d in store.get_all_documents("kb", "Default")}
+    assert {p: (r.document_id, r.content_hash) for p, r in rows.items()} == {
+        "/x/a.txt": (changed, "h1"), "/x/b.txt": (new, "h2")}
+    store.add_usr_id_to_knowledge("kb", "bobby_2", "member")
+    with pytest.raises(KnowledgeError, match="not an admin"):
+        store.stage_files("kb", "bobby_2", [("/x/c.txt", None)])
+    with pytest.raises(ParameterError, match=r"files\[0\]"):
+        store.stage_files("kb", "Default", [("", None)])
