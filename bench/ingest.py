@@ -79,7 +79,8 @@ time of a run follows the other jobs' load more than the system under test):
 
 * text: mx_rag's chunks/s at least every peer's; mx_rag in float32 (``mx_rag`` or ``mx_rag_fp32``)
   at least 97 % of ``bare_model``'s; mx_rag in int8 (``mx_rag`` or ``mx_rag_int8``) at least 97 % of
-  ``bare_int8``'s;
+  ``bare_int8``'s. These two are judged on the paired ratio: the median over the rounds of the
+  two systems' ratio within each round (``ratio_bar``); the ratio of the medians is printed too;
 * docs: mx_rag's end-to-end time the lowest of mx_rag, LangChain and LlamaIndex;
 * re-ingesting the unchanged corpus under 5 % of the first run's time (both corpora).
 
@@ -448,7 +449,8 @@ def median_line(corpus: str, system: str, runs: list[dict[str, Any]]) -> dict[st
         "bench": BENCH, "kind": "median", "corpus": corpus, "system": system, "rounds": len(runs),
         "chunks": runs[0]["chunks"], "seconds": statistics.median(seconds),
         "chunks_per_s": statistics.median(r["chunks"] / r["seconds"] for r in runs),
-        "seconds_all": [round(s, 2) for s in seconds],
+        "seconds_all": [round(s, 2) for s in seconds],  # round by round
+        "chunks_per_s_all": [round(r["chunks"] / r["seconds"], 3) for r in runs],
         "cpu_s": statistics.median(r["cpu_s"] for r in runs),
         "chunks_per_cpu_s": statistics.median(r["chunks"] / r["cpu_s"] for r in runs),
         "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
@@ -469,12 +471,22 @@ def median_line(corpus: str, system: str, runs: list[dict[str, Any]]) -> dict[st
 
 
 def ratio_bar(line: dict[str, Any], name: str, mx: dict[str, Any] | None, limit: dict[str, Any] | None) -> None:
-    """``<name>_chunks_per_s`` (and per CPU second) and a pass/fail bar at 97 %, when both ran."""
+    """``<name>_chunks_per_s`` (and per CPU second) and a pass/fail bar at 97 %, when both ran.
+
+    The ratio of the medians is printed; the bar is judged on the paired ratio: the median over
+    the rounds of mx_rag's chunks/s over its limit's in the same round (``_paired``, each round's
+    ratio in ``_by_round``). This machine's speed drifts by up to 20 % over minutes, the same work
+    included, so two medians taken minutes apart can differ by more than the 3 % the bar allows;
+    within a round the two runs are minutes apart at most, and the drift between rounds cancels."""
     if mx and limit:
         ratio = mx["chunks_per_s"] / limit["chunks_per_s"]
         line[f"text_{name}_chunks_per_s"] = round(ratio, 3)
-        line[f"bar_text_{name}_97pct"] = "pass" if ratio >= 0.97 else "fail"
         line[f"text_{name}_chunks_per_cpu_s"] = round(mx["chunks_per_cpu_s"] / limit["chunks_per_cpu_s"], 3)
+        by_round = [a / b for a, b in zip(mx["chunks_per_s_all"], limit["chunks_per_s_all"], strict=False)]
+        paired = statistics.median(by_round)
+        line[f"text_{name}_chunks_per_s_by_round"] = [round(r, 3) for r in by_round]
+        line[f"text_{name}_chunks_per_s_paired"] = round(paired, 3)
+        line[f"bar_text_{name}_97pct"] = "pass" if paired >= 0.97 else "fail"
 
 
 def summary_line(medians: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
