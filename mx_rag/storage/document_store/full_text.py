@@ -7,7 +7,9 @@ database:
 
 * SQLite: an FTS5 table ``<table>_fts(tokens)`` whose rowid is the chunk id, ranked by BM25
   (score = ``-bm25()``, higher is better). FTS5 rows are written next to the chunk rows, in the
-  same transaction.
+  same transaction. ``bm25()`` runs once for every chunk that holds a query word (about 2 µs a
+  row), so a query whose words are in more than ``ROW_BUDGET`` chunks is pruned: see
+  :meth:`Fts5Index.search`.
 * PostgreSQL: a ``search_vector tsvector`` column (``to_tsvector('simple', tokens)``) on the
   chunk table with a GIN index, ranked by the number of distinct query words matched, then by
   ``ts_rank`` (word frequency, normalised by length).
@@ -19,10 +21,15 @@ neutralised by quoting each token.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import math
 import operator
+import threading
+import unicodedata
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Column,
@@ -51,7 +58,24 @@ logger = logging.getLogger(__name__)
 
 IN_LIST_LIMIT = 10_000  # ids per IN (...) list
 BACKFILL_BATCH = 1_000
+ROW_BUDGET = 5_000  # a query whose words are in at most this many chunks in all is ranked exactly
+PAIR_BUDGET = 300_000  # above it, chunks holding two of the rarest words (in this many chunks in all) ...
+PAIRED_WORDS = 8  # ... at most this many words
+RESCORED = 200  # candidates of a pruned query given their full BM25 score (at least top_k)
+DF_CACHE_SIZE = 100_000  # words whose chunk counts an Fts5Index remembers
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
+
+
+class ScoredRow(NamedTuple):
+    """A chunk row with its full-text score (what ``FullTextIndex.search`` returns)."""
+
+    chunk_id: int
+    document_id: int
+    document_name: str
+    chunk_content: str
+    chunk_metadata: Any
+    score: float
 
 
 def id_batches(ids: Sequence[int]) -> list[Sequence[int]]:
@@ -98,6 +122,12 @@ class FullTextIndex:
         """A query of the best ``top_k`` chunks: columns ``id`` (chunk id) and ``score``."""
         raise NotImplementedError
 
+    def ranked_ids(
+        self, conn: Connection, table: Table, tokens: Sequence[str], top_k: int, document_ids: Sequence[int] | None
+    ) -> list[tuple[int, float]]:
+        """``(chunk id, score)`` of the best ``top_k`` chunks, best first."""
+        return [(row.id, row.score) for row in conn.execute(self.ranked(table, tokens, top_k, document_ids))]
+
     def search(
         self,
         conn: Connection,
@@ -121,30 +151,56 @@ class FullTextIndex:
         return conn.execute(query).all()
 
 
+class _Pruned(NamedTuple):
+    """How a pruned query is searched (see :class:`Fts5Index`)."""
+
+    paired: list[str]  # the rarest words, candidates hold two of them
+    single: list[str]  # the rarest words within ROW_BUDGET (at least one), candidates if too few pairs
+    counts: dict[str, int]  # chunks holding each query word
+    rows: int  # chunks in the index
+    average_length: float  # tokens per chunk
+
+
 class Fts5Index(FullTextIndex):
-    """SQLite FTS5 table ``<table>_fts(tokens)``, rowid = chunk id, BM25 ranking."""
+    """SQLite FTS5 table ``<table>_fts(tokens)``, rowid = chunk id, BM25 ranking.
+
+    Beside it, an ``fts5vocab`` table ``<table>_fts_vocab`` gives the number of chunks holding a
+    word. A query whose words are in at most ``ROW_BUDGET`` chunks in all, or that has one word,
+    is ranked exactly: BM25 over the OR of its words. Above that it is pruned (approximate): the
+    candidates are the chunks holding two of its rarest words (those in at most ``PAIR_BUDGET``
+    chunks in all, at least two, at most ``PAIRED_WORDS``), or, when fewer than asked, also those
+    holding its rarest words within ``ROW_BUDGET`` (at least the rarest); FTS5 ranks them by those
+    words and the best ``RESCORED`` get their full BM25 score over all the query's words, computed
+    here as ``bm25()`` computes it from the vocabulary's counts. A chunk holding at most one rare
+    word and only common ones is missed, but the cost no longer grows with the chunks that hold
+    the common words.
+    """
 
     def __init__(self, table_name: str) -> None:
         super().__init__(table_name)
         self.name = f"{table_name}_fts"
+        self.vocab = f"{self.name}_vocab"
         self.fts = sa_table(self.name, sa_column("rowid", Integer), sa_column("tokens", Text))
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}  # chunks per word, valid while the averages record is _counted
+        self._counted: bytes | None = None
 
     def setup(self, conn: Connection, table: Table, backfill: bool) -> None:
         found = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = ?", (self.name,)).first()
-        if found:
-            return
-        try:
-            conn.exec_driver_sql(
-                f"CREATE VIRTUAL TABLE {self.name} USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}')"
-            )
-        except OperationalError as exc:
-            if "fts5" not in str(exc):
-                raise
-            self.available = False
-            logger.warning("this SQLite library has no FTS5 module: full-text search is unavailable")
-            return
-        if backfill:
-            self._backfill(conn, table)
+        if not found:
+            try:
+                conn.exec_driver_sql(
+                    f"CREATE VIRTUAL TABLE {self.name} USING fts5(tokens, tokenize = '{FTS5_TOKENIZER}')"
+                )
+            except OperationalError as exc:
+                if "fts5" not in str(exc):
+                    raise
+                self.available = False
+                logger.warning("this SQLite library has no FTS5 module: full-text search is unavailable")
+                return
+            if backfill:
+                self._backfill(conn, table)
+        conn.exec_driver_sql(f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.vocab} USING fts5vocab({self.name}, 'row')")
 
     def _backfill(self, conn: Connection, table: Table) -> None:
         """Index chunks that exist without FTS rows (a database written by another program)."""
@@ -181,7 +237,10 @@ class Fts5Index(FullTextIndex):
     def ranked(
         self, table: Table, tokens: Sequence[str], top_k: int, document_ids: Sequence[int] | None
     ) -> Select[Any]:
-        match = fts5_match(tokens)
+        return self._ranked_match(table, fts5_match(tokens), top_k, document_ids)
+
+    def _ranked_match(self, table: Table, match: str, top_k: int, document_ids: Sequence[int] | None) -> Select[Any]:
+        """The best ``top_k`` chunks matching the FTS5 expression ``match``, by BM25."""
         chunk_id = self.fts.c.rowid.label("id")
         score = (-func.bm25(literal_column(self.name))).label("score")
         query = (
@@ -195,6 +254,141 @@ class Fts5Index(FullTextIndex):
                 table.c.document_id.in_(document_ids)
             )
         return query
+
+    def ranked_ids(
+        self, conn: Connection, table: Table, tokens: Sequence[str], top_k: int, document_ids: Sequence[int] | None
+    ) -> list[tuple[int, float]]:
+        pruned = self._prune(conn, tokens)
+        if pruned is None:
+            return super().ranked_ids(conn, table, tokens, top_k, document_ids)
+        return self._pruned_ids(conn, table, tokens, pruned, top_k, document_ids)
+
+    def search(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: Sequence[Column[Any]],
+        tokens: Sequence[str],
+        top_k: int,
+        document_ids: Sequence[int] | None,
+    ) -> Sequence[Any]:
+        """As :meth:`FullTextIndex.search`; a query over ``ROW_BUDGET`` matching chunks is pruned."""
+        pruned = self._prune(conn, tokens)
+        if pruned is None:
+            return super().search(conn, table, columns, tokens, top_k, document_ids)
+        scores = dict(self._pruned_ids(conn, table, tokens, pruned, top_k, document_ids))
+        rows = [
+            ScoredRow(*row, score=scores[row.chunk_id])  # type: ignore[misc]  # columns: ROW_COLUMNS
+            for row in conn.execute(select(*columns).where(table.c.chunk_id.in_(list(scores))))
+        ]
+        rows.sort(key=lambda row: (-row.score, row.chunk_id))
+        return rows
+
+    def _prune(self, conn: Connection, tokens: Sequence[str]) -> _Pruned | None:
+        """How to prune the query, or None to search exactly."""
+        if len(tokens) < 2:
+            return None
+        averages = conn.exec_driver_sql(f"SELECT block FROM {self.name}_data WHERE id = 1").scalar()
+        if not averages:
+            return None
+        counts = self._word_counts(conn, tokens, bytes(averages))
+        rarest = sorted((token for token in tokens if counts[token]), key=lambda token: counts[token])
+        if sum(counts.values()) <= ROW_BUDGET or len(rarest) < 2:
+            return None
+        rows, *lengths = _varints(bytes(averages))
+        return _Pruned(_within(rarest, counts, PAIR_BUDGET, 2)[:PAIRED_WORDS], _within(rarest, counts, ROW_BUDGET, 1),
+                       counts, rows, lengths[0] / rows if rows and lengths else 1.0)  # fmt: skip
+
+    def _word_counts(self, conn: Connection, tokens: Sequence[str], averages: bytes) -> dict[str, int]:
+        """Chunks holding each token (0 when the vocabulary lacks it), remembered while the index's
+        averages record (its row and token totals) stays the same."""
+        with self._lock:
+            if averages != self._counted or len(self._counts) > DF_CACHE_SIZE:
+                self._counts, self._counted = {}, averages
+            known = {token: self._counts[token] for token in tokens if token in self._counts}
+        missing = {token: _folded(token) for token in tokens if token not in known}
+        if missing:
+            terms = tuple({*missing, *missing.values()})
+            found: dict[str, int] = dict(conn.exec_driver_sql(f"SELECT term, doc FROM {self.vocab} WHERE term IN "
+                                              f"({', '.join('?' * len(terms))})", terms).tuples().all())  # fmt: skip
+            fetched = {token: int(found.get(token, found.get(term, 0))) for token, term in missing.items()}
+            with self._lock:
+                if averages == self._counted:
+                    self._counts.update(fetched)
+            known.update(fetched)
+        return known
+
+    def _pruned_ids(
+        self,
+        conn: Connection,
+        table: Table,
+        tokens: Sequence[str],
+        pruned: _Pruned,
+        top_k: int,
+        document_ids: Sequence[int] | None,
+    ) -> list[tuple[int, float]]:
+        """The best ``top_k`` candidates by their BM25 score over all of ``tokens``."""
+        fetch = max(top_k, RESCORED)
+        quoted = [fts5_match([token]) for token in pruned.paired]
+        pairs = " OR ".join(f"({a} AND {b})" for a, b in itertools.combinations(quoted, 2))
+        candidates = [row.id for row in conn.execute(self._ranked_match(table, pairs, fetch, document_ids))]
+        if len(candidates) < fetch:
+            single = self._ranked_match(table, fts5_match(pruned.single), fetch, document_ids)
+            candidates = list(dict.fromkeys(candidates + [row.id for row in conn.execute(single)]))[:fetch]
+        weights = {token: _idf(pruned.rows, pruned.counts[token]) for token in tokens}
+        scored = []
+        for batch in id_batches(candidates):
+            query = select(self.fts.c.rowid, self.fts.c.tokens).where(self.fts.c.rowid.in_(batch))
+            for chunk_id, text in conn.execute(query):
+                words = text.split()
+                found = Counter(word for word in words if word in weights)
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(words) / pruned.average_length)
+                score = sum(weights[w] * n * (BM25_K1 + 1) / (n + norm) for w, n in found.items())
+                scored.append((chunk_id, score))
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scored[:top_k]
+
+
+def _within(rarest: list[str], counts: dict[str, int], budget: int, least: int) -> list[str]:
+    """The first of ``rarest`` whose counts add up to at most ``budget``, at least ``least`` of them."""
+    total = 0
+    for taken, token in enumerate(rarest):
+        total += counts[token]
+        if total > budget and taken >= least:
+            return rarest[:taken]
+    return list(rarest)
+
+
+def _folded(token: str) -> str:
+    """``token`` as the vocabulary holds it: ``remove_diacritics`` folds accented Latin letters
+    (an approximation of FTS5's table, used only when ``token`` itself is not found)."""
+    if token.isascii():
+        return token
+    return "".join(ch for ch in unicodedata.normalize("NFD", token) if not unicodedata.combining(ch))
+
+
+def _idf(rows: int, count: int) -> float:
+    """BM25's inverse document frequency as FTS5's bm25() computes it (never below 1e-6)."""
+    value = math.log((rows - count + 0.5) / (count + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints of an FTS5 record (the averages record: rows, then tokens per column)."""
+    values, i = [], 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
 
 
 class TsvectorIndex(FullTextIndex):

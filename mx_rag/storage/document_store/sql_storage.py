@@ -30,7 +30,7 @@ from mx_rag.storage.document_store.chunk_rows import (
     TextFn,
     chunk_table,
 )
-from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches
+from mx_rag.storage.document_store.full_text import FullTextIndex, ScoredRow, id_batches
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
 from mx_rag.storage.validation import (
@@ -66,17 +66,6 @@ class _RawRow(NamedTuple):
     def chunk_metadata(self) -> dict[str, Any]:
         value = self.raw_metadata
         return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-class _ScoredRow(NamedTuple):
-    """A chunk row with its full-text score (what ``FullTextIndex.search`` returns)."""
-
-    chunk_id: int
-    document_id: int
-    document_name: str
-    chunk_content: str
-    chunk_metadata: Any
-    score: float
 
 
 class _SqlDocstore(Docstore, Closable):
@@ -380,10 +369,10 @@ class _SqlDocstore(Docstore, Closable):
         scan the chunk table); the candidates' rows are read by id afterwards."""
         fetch = post_filter_fetch(document_ids, top_k)
         table = self._table
-        found = conn.execute(self._full_text.ranked(table, tokens, fetch, None)).all()
-        scores = {row.id: row.score for row in found}
+        found = self._full_text.ranked_ids(conn, table, tokens, fetch, None)
+        scores = dict(found)
         rows = [
-            _ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
+            ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
                        scores[row.chunk_id])
             for batch in id_batches(list(scores))
             for row in conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(batch)))
