@@ -8,7 +8,6 @@ limits, a server refused at start without shared stores, a file loaded from the 
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from mx_rag.testing import ScriptedServer
 from mx_rag.utils import ClientParam
 from tests.distributed.conftest import Stack
 from tests.distributed.test_ray_ingest import corpus
+from tests.server.jobs import wait_job
 
 KB = "handbook"
 
@@ -46,12 +46,7 @@ def upload(http: httpx.Client, files: list[Path]) -> dict[str, Any]:
     response = http.post(f"/v1/knowledge-bases/{KB}/documents",
                          files=[("files", (p.name, p.read_bytes())) for p in files])
     assert response.status_code == 202, response.text
-    job = response.json()
-    deadline = time.monotonic() + 180
-    while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.2)
-        job = http.get(f"/v1/knowledge-bases/{KB}/jobs/{job['id']}").json()
-    return job
+    return wait_job(http, KB, response.json())
 
 
 @pytest.mark.slow

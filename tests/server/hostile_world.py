@@ -13,7 +13,6 @@ key), bob (admin key, a ``member`` of ``shared``). ``local``: a server on 127.0.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from mx_rag.server.settings import load_settings
 from mx_rag.testing import ScriptedServer
 from mx_rag.utils import ClientParam
 
-__all__ = ["World", "keyed", "llm_client", "local", "mcp_client", "raw_request", "scripted_llm", "upload", "wait_job"]
+__all__ = ["World", "keyed", "llm_client", "local", "mcp_client", "raw_request", "scripted_llm", "upload"]
 
 ALICE, BOB = "alice_01", "bob_0001"
 SHARED = "shared"
@@ -75,14 +74,6 @@ def raw_request(world: World, head: bytes, body_parts: list[bytes] = (), wait_s:
 
 def upload(client: Any, kb: str, files: list[tuple[str, bytes]]) -> Any:
     return client.post(f"/v1/knowledge-bases/{kb}/documents", files=[("files", f) for f in files])
-
-
-def wait_job(client: Any, kb: str, job: dict[str, Any]) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
-        job = client.get(f"/v1/knowledge-bases/{kb}/jobs/{job['id']}").json()
-    return job
 
 
 @asynccontextmanager

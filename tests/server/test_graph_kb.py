@@ -22,7 +22,8 @@ from mx_rag.server.service import LOCAL_USER, KnowledgeService
 from mx_rag.server.settings import load_settings
 from mx_rag.testing import ScriptedServer
 from mx_rag.utils import ClientParam
-from tests.server.test_server import TIMEOUT, upload, wait_job
+from tests.server.jobs import wait_job
+from tests.server.test_server import TIMEOUT, upload
 
 KB = "people"
 TEXT = (

@@ -20,7 +20,8 @@ from mx_rag.server.runner import AppServer
 from mx_rag.server.service import KnowledgeService
 from mx_rag.server.settings import load_settings
 from mx_rag.testing import ScriptedServer
-from tests.server.hostile_world import ALICE, SHARED, World, llm_client, mcp_client, upload, wait_job
+from tests.server.hostile_world import ALICE, SHARED, World, llm_client, mcp_client, upload
+from tests.server.jobs import wait_job
 
 pytestmark = pytest.mark.slow
 

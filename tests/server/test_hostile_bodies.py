@@ -17,7 +17,8 @@ import anyio
 import pytest
 
 from mx_rag.server import errors, slow_clients
-from tests.server.hostile_world import ALICE, SHARED, World, mcp_client, raw_request, upload, wait_job
+from tests.server.hostile_world import ALICE, SHARED, World, mcp_client, raw_request, upload
+from tests.server.jobs import wait_job
 
 pytestmark = pytest.mark.slow
 

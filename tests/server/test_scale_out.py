@@ -37,11 +37,11 @@ from mx_rag.errors import ParameterError
 from mx_rag.storage.vectorstore import MilvusDB, SearchMode
 from mx_rag.storage.vectorstore._milvus_schema import build_params, in_expr, is_lite
 from mx_rag.testing import ScriptedServer
+from tests.server.jobs import wait_job
 from tests.server.milvus_server import MilvusServer
 
 MXRAG = [sys.executable, "-m", "mx_rag.cli"]
 START_TIMEOUT_S = 180.0
-JOB_WAIT_S = 180.0
 TIMEOUT = 180.0  # bounds only: this machine may be busy with other work
 KB = "archive"
 SEEDS = ("seeds.txt", b"The Quillon archive keeps its seed samples at minus eighteen degrees, in a vault "
@@ -173,18 +173,6 @@ def create_and_upload(url: str, kb: str | None, document: tuple[str, bytes]) -> 
         return job
 
 
-def wait_job(url: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Poll the job at ``url`` (any server: jobs live in the shared registry) until it ends."""
-    deadline = time.monotonic() + JOB_WAIT_S
-    with client(url) as http:
-        while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
-            time.sleep(0.2)
-            response = http.get(f"/v1/knowledge-bases/{KB}/jobs/{job['id']}")
-            assert response.status_code == 200, response.text
-            job = response.json()
-    return job
-
-
 def retrieved(url: str, query: str) -> list[str]:
     with client(url) as http:  # a new connection per call
         response = http.post(f"/v1/knowledge-bases/{KB}/retrieve", json={"query": query, "top_k": 3})
@@ -252,7 +240,8 @@ def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
         for vector in vectors[1:]:  # one shared collection needs every process to embed alike
             assert np.allclose(vector, vectors[0], atol=1e-5)
 
-        job = wait_job(second, upload.result())  # uploaded to one, seen on the other
+        with client(second) as http:  # uploaded to one, seen on the other
+            job = wait_job(http, KB, upload.result())
         assert job["status"] == "done" and job["results"] == {"seeds.txt": "stored"}, job
         with client(second) as http:
             described = http.get(f"/v1/knowledge-bases/{KB}").json()
@@ -265,7 +254,8 @@ def test_servers_share_one_postgres_and_one_milvus(shared: Shared) -> None:
             assert reply["sources"][0]["source"] == "seeds.txt", reply
             assert "minus eighteen degrees" in reply["choices"][0]["message"]["content"]  # the echoed prompt
 
-        job = wait_job(first, create_and_upload(pair, None, MAPS))  # and from the two-worker server
+        with client(first) as http:  # and from the two-worker server
+            job = wait_job(http, KB, create_and_upload(pair, None, MAPS))
         assert job["status"] == "done" and job["results"] == {"maps.txt": "stored"}, job
         found_everywhere([first, second, pair], "Where are the harbour maps stored?", "east tower")
         reply = answer(first, "Where does the archive keep its old harbour maps?")

@@ -14,7 +14,6 @@ cross-encoder (most of this file's time is those imports), then its tests take a
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from mx_rag.server.service import KnowledgeService
 from mx_rag.server.settings import load_settings
 from mx_rag.testing import ScriptedServer
 from mx_rag.utils import ClientParam
+from tests.server.jobs import wait_job
 
 DOCS = Path(__file__).resolve().parents[1] / "data" / "docs"
 PDF, DOCX = DOCS / "layout-parser-paper-fast.pdf", DOCS / "docx-tables.docx"
@@ -40,7 +40,6 @@ FACTS = (
     "Visitors to Building 7 must sign in at the east gate before entering the reactor hall.\n"
 )
 QUESTION = "What does the Zorblax reactor run on?"
-JOB_WAIT_S = 120.0
 TIMEOUT = 120.0
 
 
@@ -62,17 +61,6 @@ class Served:
 
     def folder(self, kb: str) -> Path:
         return self.service.uploads / ALICE / kb
-
-
-def wait_job(client: httpx.Client, kb: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Poll the job until it ends (bounded, so a stuck job fails the test instead of hanging)."""
-    deadline = time.monotonic() + JOB_WAIT_S
-    while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
-        response = client.get(f"/v1/knowledge-bases/{kb}/jobs/{job['id']}")
-        assert response.status_code == 200, response.text
-        job = response.json()
-    return job
 
 
 def upload(client: httpx.Client, kb: str, files: list[tuple[str, bytes]]) -> httpx.Response:
