@@ -78,6 +78,19 @@ class ScoredRow(NamedTuple):
     score: float
 
 
+def scored_rows(
+    conn: Connection, table: Table, columns: Sequence[Column[Any]], scores: dict[int, float]
+) -> list[ScoredRow]:
+    """The rows (``columns``: ``ROW_COLUMNS``) of the chunks in ``scores`` with their scores, best first."""
+    rows = [
+        ScoredRow(*row, score=scores[row.chunk_id])  # type: ignore[misc]  # columns: ROW_COLUMNS
+        for batch in id_batches(list(scores))
+        for row in conn.execute(select(*columns).where(table.c.chunk_id.in_(batch)))
+    ]
+    rows.sort(key=lambda row: (-row.score, row.chunk_id))
+    return rows
+
+
 def id_batches(ids: Sequence[int]) -> list[Sequence[int]]:
     """``ids`` cut into IN lists of at most 10,000 (SQLite binds at most 32,766 parameters)."""
     return [ids[i : i + IN_LIST_LIMIT] for i in range(0, len(ids), IN_LIST_LIMIT)]
@@ -277,12 +290,7 @@ class Fts5Index(FullTextIndex):
         if pruned is None:
             return super().search(conn, table, columns, tokens, top_k, document_ids)
         scores = dict(self._pruned_ids(conn, table, tokens, pruned, top_k, document_ids))
-        rows = [
-            ScoredRow(*row, score=scores[row.chunk_id])  # type: ignore[misc]  # columns: ROW_COLUMNS
-            for row in conn.execute(select(*columns).where(table.c.chunk_id.in_(list(scores))))
-        ]
-        rows.sort(key=lambda row: (-row.score, row.chunk_id))
-        return rows
+        return scored_rows(conn, table, columns, scores)
 
     def _prune(self, conn: Connection, tokens: Sequence[str]) -> _Pruned | None:
         """How to prune the query, or None to search exactly."""

@@ -30,7 +30,7 @@ from mx_rag.storage.document_store.chunk_rows import (
     TextFn,
     chunk_table,
 )
-from mx_rag.storage.document_store.full_text import FullTextIndex, ScoredRow, id_batches
+from mx_rag.storage.document_store.full_text import FullTextIndex, id_batches, scored_rows
 from mx_rag.storage.document_store.text_tokens import index_tokens, query_tokens
 from mx_rag.storage.engines import WRITE
 from mx_rag.storage.validation import (
@@ -368,16 +368,8 @@ class _SqlDocstore(Docstore, Closable):
         The ranking reads ids and scores from the full-text index alone (no join, whose plan may
         scan the chunk table); the candidates' rows are read by id afterwards."""
         fetch = post_filter_fetch(document_ids, top_k)
-        table = self._table
-        found = self._full_text.ranked_ids(conn, table, tokens, fetch, None)
-        scores = dict(found)
-        rows = [
-            ScoredRow(row.chunk_id, row.document_id, row.document_name, row.chunk_content, row.chunk_metadata,
-                       scores[row.chunk_id])
-            for batch in id_batches(list(scores))
-            for row in conn.execute(select(*self._row_columns).where(table.c.chunk_id.in_(batch)))
-        ]  # fmt: skip
-        rows.sort(key=lambda row: (-row.score, row.chunk_id))
+        scores = dict(self._full_text.ranked_ids(conn, self._table, tokens, fetch, None))
+        rows = scored_rows(conn, self._table, self._row_columns, scores)
         return post_filter_keep(rows, document_ids, top_k, fetch, lambda row: row.document_id) or []
 
     def full_text_search(
