@@ -187,11 +187,11 @@ def kill_actor_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path
 def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path], rows_before: int,
                       actor_first: bool = False) -> Any:
     """Ingest ``paths`` with two embedding actors of half a CPU each (spread: one per node) in
-    batches of 4 chunks; once more than ``rows_before`` chunk rows are stored and an embedding
-    actor runs on the worker node, kill that node's processes with SIGKILL, raylet first (as a
-    machine that loses power), then add a new worker node (as an autoscaler would). With
-    ``actor_first``, an embedding actor's process is SIGKILLed first, and the node once more rows
-    are stored after that. The run's report (the run must go on)."""
+    batches of 4 chunks; once more than ``rows_before`` chunk rows are stored, kill the worker
+    node's processes with SIGKILL, raylet first (as a machine that loses power), then add a new
+    worker node (as an autoscaler would). With ``actor_first``, an embedding actor's process (the
+    head node's where it has one) is SIGKILLed first, and the worker node once more rows are
+    stored after that. The run's report (the run must go on)."""
     done: dict[str, Any] = {}
 
     def ingest() -> None:
@@ -209,18 +209,23 @@ def kill_node_mid_run(cluster: Any, service: KnowledgeService, paths: list[Path]
     while worker.is_alive() and not node_killed and time.monotonic() < deadline:
         rows = chunk_rows(service)
         if not actor_killed:
-            pids = embedder_pids(cluster)
+            # the head node's actor where it has one: the worker node's goes on, so the node dies
+            # while it holds work
+            on_head = [pid for pid, line in node_processes(cluster.head_node).items() if "Embedder" in line]
+            pids = on_head or embedder_pids(cluster)
             if pids and rows > rows_before:
                 os.kill(pids[0], signal.SIGKILL)
                 actor_killed, rows_before = True, rows
-        elif any("Embedder" in line for line in node_processes(node).values()) and rows > rows_before:
+        elif rows > rows_before:
             cluster.remove_node(node, allow_graceful=False)
             node_killed = True
         time.sleep(0.05)
     if node_killed:
         add_worker_node(cluster)
     worker.join(240)
-    assert actor_killed and node_killed, "the run ended before the actor and the worker node could be killed"
+    assert actor_killed and node_killed, (
+        f"the run ended before the actor ({actor_killed}) and the worker node ({node_killed}) could be killed: "
+        f"{chunk_rows(service)} chunk rows stored, the run {'ended' if 'report' in done else 'still going'}")
     if "error" in done:
         raise done["error"]
     return done["report"]
@@ -270,7 +275,7 @@ def test_a_killed_driver_leaves_no_half_visible_document_and_a_rerun_completes(r
 def test_a_killed_actor_then_a_killed_worker_node_lose_nothing_and_write_nothing_twice(
         local_cluster: Any, stack: Stack, tmp_path: Path) -> None:
     service = KnowledgeService(settings(stack))
-    paths = corpus(tmp_path / "docs", files=16)
+    paths = corpus(tmp_path / "docs", files=24)
     want = expected(service, paths)
     report = kill_node_mid_run(local_cluster, service, paths, 0, actor_first=True)
     assert not report.failed

@@ -317,8 +317,9 @@ class Fts5Index(FullTextIndex):
         missing = {token: _folded(token) for token in tokens if token not in known}
         if missing:
             terms = tuple({*missing, *missing.values()})
-            found: dict[str, int] = dict(conn.exec_driver_sql(f"SELECT term, doc FROM {self.vocab} WHERE term IN "
-                                              f"({', '.join('?' * len(terms))})", terms).tuples().all())  # fmt: skip
+            rows = conn.exec_driver_sql(
+                f"SELECT term, doc FROM {self.vocab} WHERE term IN ({', '.join('?' * len(terms))})", terms)
+            found: dict[str, int] = {term: doc for term, doc in rows}
             fetched = {token: int(found.get(token, found.get(term, 0))) for token, term in missing.items()}
             with self._lock:
                 if averages == self._counted:
