@@ -3,7 +3,11 @@
 
 One class, ``FaissIndex``, hides how each index kind stores caller ids:
 
-* ``FLAT``: ``IndexIDMap2(IndexFlat)``; exact search.
+* ``FLAT``: ``IndexIDMap2(IndexFlat)``; exact search. From ``quantize_from`` vectors on (default
+  200,000), an unfiltered search takes its ``REFINE_FACTOR * k`` best candidates from an 8-bit
+  scalar-quantised copy (a quarter of the memory, scanned about twice as fast) and scores them
+  exactly on the flat vectors. The copy lives in memory only: built at the first such search,
+  kept in step with adds and removals, and not written to the file.
 * ``HNSW``: ``IndexIDMap2(IndexHNSWFlat)``; FAISS cannot remove from an HNSW graph, so a removal
   rebuilds the graph from the stored vectors (O(n log n): prefer FLAT or IVF when deletes are
   frequent).
@@ -32,12 +36,12 @@ faiss: Any = _faiss  # the bundled type stubs lag the library (SearchParametersH
 KINDS = ("FLAT", "HNSW", "IVF")
 METRICS = ("IP", "L2", "COSINE")
 PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
-    "FLAT": {},
+    "FLAT": {"quantize_from": (1, 2**63 - 1)},
     "HNSW": {"M": (2, 256), "efConstruction": (1, 65536), "efSearch": (1, 65536)},
     "IVF": {"nlist": (1, 65536), "nprobe": (1, 65536), "train_size": (1, 2**31 - 1)},
 }
 DEFAULTS: dict[str, dict[str, int]] = {
-    "FLAT": {},
+    "FLAT": {"quantize_from": 200_000},
     "HNSW": {"M": 32, "efConstruction": 40, "efSearch": 64},
     "IVF": {"nlist": 100, "nprobe": 8},
 }
@@ -52,6 +56,9 @@ FLAT_EXACT_RATIO = 100
 POST_FILTER_SHARE = 2
 POST_FILTER_FETCH = 4
 POST_FILTER_SLACK = 16
+# Candidates per result taken from the quantised copy of a large FLAT index before exact scoring
+# (1M hash vectors: 26 ms instead of 43 ms a search, each top 10 scoring at least FLAT's 10th).
+REFINE_FACTOR = 4
 _IDMAP_FOURCC, _IDMAP2_FOURCC = b"IxMp", b"IxM2"
 
 
@@ -94,6 +101,7 @@ class FaissIndex:
         # the selector of the last filtered search: callers pass the same read-only array for the
         # same filter until its vectors change, so repeated filters skip rebuilding the id set
         self._selector: tuple[np.ndarray, Any] | None = None
+        self._quantized: Any = None  # the 8-bit copy of a large FLAT index, row for row
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -105,6 +113,7 @@ class FaissIndex:
     def index(self, value: Any) -> None:
         self._index = value
         self.kind = _kind(value)
+        self._quantized = None
 
     def _empty(self, hnsw: bool) -> Any:
         spec = self.spec
@@ -204,6 +213,8 @@ class FaissIndex:
             self.index = self._train_ivf(np.concatenate([old_ids, ids]), np.vstack([old_vectors, vectors]))
             return
         self.index.add_with_ids(vectors, ids)
+        if self._quantized is not None:
+            self._quantized.add(vectors)
 
     def _train_ivf(self, ids: np.ndarray, vectors: np.ndarray) -> Any:
         spec = self.spec
@@ -235,7 +246,12 @@ class FaissIndex:
                 rebuilt.add_with_ids(vectors[keep], all_ids[keep])
             self.index = rebuilt
         else:
+            if self._quantized is not None:  # the same rows leave the copy, which keeps its order
+                rows = np.flatnonzero(np.isin(self._id_map(), ids))
+                self._quantized.remove_ids(faiss.IDSelectorBatch(rows))
             self.index.remove_ids(faiss.IDSelectorBatch(ids))
+            if self._quantized is not None and self._quantized.ntotal != self.ntotal:
+                self._quantized = None
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -257,6 +273,8 @@ class FaissIndex:
                 return found
         if allowed is None and (replica := self._gpu_replica()) is not None:
             return replica.search(queries, k)
+        if allowed is None and self._quantizes():
+            return self._refined(queries, k)
         selector = self._selector_of(allowed) if allowed is not None else None
         return self.index.search(queries, k, params=self._search_params(k, selector))
 
@@ -267,6 +285,8 @@ class FaissIndex:
         replica = self._gpu_replica()
         if replica is not None:
             distances, labels = replica.search(queries, fetch)
+        elif self._quantizes():
+            distances, labels = self._refined(queries, fetch)
         else:
             distances, labels = self.index.search(queries, fetch, params=self._search_params(fetch, None))
         selector = self._selector_of(allowed)
@@ -279,6 +299,29 @@ class FaissIndex:
             out_d[row, : len(kept)] = distances[row, kept]
             out_i[row, : len(kept)] = labels[row, kept]
         return out_d, out_i
+
+    def _quantizes(self) -> bool:
+        """Whether unfiltered searches go through the quantised copy (a large FLAT index)."""
+        return self.spec.kind == "FLAT" and self.ntotal >= self.spec.params["quantize_from"]
+
+    def _id_map(self) -> np.ndarray:
+        """The caller id of each row of an ``IndexIDMap2`` (a view: valid until the next change)."""
+        return faiss.rev_swig_ptr(self.index.id_map.data(), self.ntotal)
+
+    def _refined(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` by exact score among the quantised copy's top ``REFINE_FACTOR * k``."""
+        flat = faiss.downcast_index(self.index.index)
+        if self._quantized is None:
+            quantized = faiss.IndexScalarQuantizer(self.spec.dim, faiss.ScalarQuantizer.QT_8bit, self.spec.faiss_metric)
+            vectors = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * self.spec.dim).reshape(self.ntotal, -1)
+            quantized.train(vectors)
+            quantized.add(vectors)
+            logger.info("quantised a copy of the FLAT index's %d vectors for search", self.ntotal)
+            self._quantized = quantized
+        refine = faiss.IndexRefine(self._quantized, flat)
+        refine.k_factor = REFINE_FACTOR
+        distances, rows = refine.search(queries, k)
+        return distances, np.where(rows >= 0, self._id_map()[np.maximum(rows, 0)], -1)
 
     def _selector_of(self, allowed: np.ndarray) -> Any:
         cached = self._selector

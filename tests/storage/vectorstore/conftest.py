@@ -19,6 +19,8 @@ FAISS_BACKENDS = {
     "faiss-flat-ip": ({"index_type": "FLAT", "metric_type": "IP"}, True),
     "faiss-flat-l2": ({"index_type": "FLAT", "metric_type": "L2"}, True),
     "faiss-cosine": ({"index_type": "FLAT", "metric_type": "COSINE"}, True),
+    # every unfiltered search through the 8-bit copy, then exact scoring of 4k candidates
+    "faiss-flat-quantized": ({"index_type": "FLAT", "metric_type": "IP", "index_params": {"quantize_from": 1}}, True),
     "faiss-hnsw": ({"index_type": "HNSW", "metric_type": "IP", "index_params": {"M": 16, "efSearch": 64}}, False),
     # nprobe == nlist probes every list, so the trained IVF index is exact too
     "faiss-ivf": (

@@ -265,6 +265,51 @@ def test_flat_filters_match_brute_force_on_both_search_paths(docs: list[int]) ->
     assert all(i not in range(140, 160) for row in again for i in row)
 
 
+@pytest.mark.parametrize("metric", ["IP", "L2"])
+def test_a_large_flat_index_searches_a_quantised_copy_kept_in_step_with_writes(tmp_path: Path, metric: str) -> None:
+    """From ``quantize_from`` vectors on, unfiltered searches (and filters over most of the index)
+    score the quantised copy's candidates exactly; adds and deletes reach the copy; the file
+    written is still a plain FLAT index."""
+    path = tmp_path / "big.index"
+    store = _store(path, metric_type=metric, index_params={"quantize_from": 1500})
+    data = unit_vectors(3000, DIM, seed=5)
+    store.add(list(range(1000)), data[:1000], document_id=1)
+    store.add(list(range(1000, 3000)), data[1000:], document_id=2)
+    queries = unit_vectors(20, DIM, seed=6)
+
+    def brute(alive: np.ndarray, k: int = 10) -> list[list[int]]:
+        if metric == "IP":
+            order = np.argsort(-(queries @ data[alive].T), axis=1, kind="stable")
+        else:
+            order = np.argsort(((queries[:, None, :] - data[alive][None]) ** 2).sum(-1), axis=1, kind="stable")
+        return alive[order[:, :10]].tolist()
+
+    def recall(found: list[list[int]], truth: list[list[int]]) -> float:
+        return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)]))
+
+    alive = np.arange(3000)
+    _, ids = store.search(queries, k=10)
+    assert store._index._quantized is not None and recall(ids, brute(alive)) >= 0.98
+    scores, _ = store.search(queries, k=10)
+    assert all(row == sorted(row, reverse=True) for row in scores)
+    store.delete(list(range(0, 3000, 3)))  # rows leave the copy in the same order
+    alive = np.setdiff1d(alive, np.arange(0, 3000, 3))
+    store.add([5000 + i for i in range(5)], queries[:5], document_id=2)  # each query's own vector is its best hit
+    data = np.vstack([data, np.zeros((2000, DIM), np.float32), queries[:5]])
+    data[5000:5005] = queries[:5]
+    alive = np.concatenate([alive, np.arange(5000, 5005)])
+    assert store._index._quantized is not None and store._index._quantized.ntotal == len(alive)
+    _, ids = store.search(queries, k=10)
+    assert [row[0] for row in ids[:5]] == [5000 + i for i in range(5)]
+    assert not {i for row in ids for i in row} & set(range(0, 3000, 3)) and recall(ids, brute(alive)) >= 0.98
+    _, scoped = store.search(queries, k=10, filter_dict={"document_id": [2]})  # most of the index: post-filtered
+    assert all(i >= 1000 for row in scoped for i in row)
+    reread = faiss.read_index(str(path))
+    assert isinstance(faiss.downcast_index(reread.index), faiss.IndexFlat) and reread.ntotal == len(alive)
+    _, again = _store(path, metric_type=metric, index_params={"quantize_from": 1500}).search(queries, k=10)
+    assert again == ids
+
+
 def test_cosine_normalises_without_touching_the_callers_array() -> None:
     store = _store(None, metric_type="COSINE")
     data = unit_vectors(10, DIM) * 5.0
@@ -291,6 +336,7 @@ def test_cosine_normalises_without_touching_the_callers_array() -> None:
         ({"auto_save": "yes"}, "auto_save"),
         ({"index_params": {"M": 16}}, "index_params"),
         ({"index_type": "HNSW", "index_params": {"efSearch": 0}}, "efSearch"),
+        ({"index_params": {"quantize_from": 0}}, "quantize_from"),
         ({"index_type": "IVF", "index_params": {"nlist": 10, "train_size": 5}}, "train_size"),
         ({"load_local_index": "/no/such/dir/faiss.index"}, "load_local_index"),
         ({"load_local_index": "a/../b.index"}, "load_local_index"),
