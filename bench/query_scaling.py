@@ -22,9 +22,10 @@ Output: JSON lines; one per (store, size, contender) with p50/p90 in ms and the 
 a ``scoped_over_unscoped`` line per (store, size) against the bar of 10 % + 1 ms.
 
 ``--index-recall N ...`` measures the approximate FAISS kinds instead: N chunk vectors of the same
-corpus in ``MindFAISS`` FLAT, IVF and HNSW (``INDEX_CHOICES``); one ``index_recall`` line per kind
-and setting with the build time, recall@10 against FLAT over ``--queries`` questions, and the p50
-search ms of both. (On this corpus, bags of hashed words, no ANN setting that is faster than FLAT
+corpus in ``MindFAISS`` FLAT with its quantised copy, IVF and HNSW (``INDEX_CHOICES``, or those of
+``--index-kinds``); one ``index_recall`` line per kind and setting with the build time, recall@10
+against exact FLAT over ``--queries`` questions (by ids and tie-aware), and the p50 search ms of
+both. (On this corpus, bags of hashed words, no IVF or HNSW setting that is faster than FLAT
 reaches recall@10 0.98: docs/benchmarks.md.)
 
 ``--fts5-shapes`` times the keyword side's SQL on the cached SQLite stores of ``--sizes`` instead
@@ -307,44 +308,54 @@ def chunk_vectors(corpus: Corpus, count: int) -> np.ndarray:
     return np.ascontiguousarray(np.vstack(parts))
 
 
-INDEX_CHOICES = (("IVF", "nprobe", (16, 4)), ("HNSW", "efSearch", (64, 256)))  # (kind, knob, settings)
+# (kind, knob, settings): FLAT's quantised copy (REFINE_FACTOR * k candidates scored exactly) on
+# from the first vector, IVF with 1/16 and 1/4 of its lists probed, HNSW at two efSearch
+INDEX_CHOICES = (("FLAT", "quantize_from", (1,)), ("IVF", "nprobe", (16, 4)), ("HNSW", "efSearch", (64, 256)))
+EXACT_FLAT = 2**62  # quantize_from past any size: every search scans the flat vectors
 
 
-def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int) -> list[dict[str, Any]]:
-    """FLAT against IVF (4 * sqrt(count) lists; 1/16 and 1/4 of them probed) and HNSW (M 32,
-    efSearch 64 and 256) on the same ``count`` vectors: build seconds, recall@10, p50 ms."""
+def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int, kinds: list[str]) -> list[dict[str, Any]]:
+    """Exact FLAT against ``kinds`` of ``INDEX_CHOICES`` on the same ``count`` vectors: build
+    seconds (the first search, for the quantised copy), recall@10 by ids and tie-aware (a hit
+    counts when it scores at least FLAT's 10th: hash vectors tie), p50 ms in rotating order."""
     from mx_rag.storage.vectorstore import MindFAISS
 
     vectors = chunk_vectors(corpus, count)
     ids = list(range(count))
     asked = HashEmbedding(dim).embed_documents(corpus.queries(queries))
-    flat = MindFAISS(x_dim=dim, load_local_index=None)
-    flat.add(ids, vectors, document_id=1)
-    truth, flat_times = [], []
-    for vector in asked:
-        begin = time.perf_counter()
-        truth.append(set(flat.search([vector], k=10)[1][0]))
-        flat_times.append(time.perf_counter() - begin)
     nlist = max(1, int(4 * count**0.5))
-    lines = []
+    stores: dict[str, tuple[dict[str, Any], Any, float]] = {}
+    flat = MindFAISS(x_dim=dim, load_local_index=None, index_params={"quantize_from": EXACT_FLAT})
+    flat.add(ids, vectors, document_id=1)
     for kind, knob, settings in INDEX_CHOICES:
-        for setting in settings:
+        for setting in settings if kind in kinds else ():
             value = max(1, nlist // setting) if kind == "IVF" else setting
             params = {"nlist": nlist, "nprobe": value, "train_size": count} if kind == "IVF" else {knob: value}
             store = MindFAISS(x_dim=dim, load_local_index=None, index_type=kind, index_params=params)
             start = time.perf_counter()
             store.add(ids, vectors, document_id=1)
-            build_s = time.perf_counter() - start
-            found, times = 0, []
-            for vector, expected in zip(asked, truth, strict=True):
-                begin = time.perf_counter()
-                found += len(expected & set(store.search([vector], k=10)[1][0]))
-                times.append(time.perf_counter() - begin)
-            lines.append({"bench": "query_scaling", "scenario": "index_recall", "vectors": count, "dim": dim,
-                          "kind": kind, **params, "build_s": round(build_s, 1),
-                          "recall_at_10": round(found / (10 * len(asked)), 4),
-                          "flat_p50_ms": ms(percentile(flat_times, 0.5)), "p50_ms": ms(percentile(times, 0.5)),
-                          "queries": len(asked), **memory_mb(), "loadavg": loadavg()})
+            store.search([asked[0]], k=10)
+            stores[f"{kind} {knob}={value}"] = ({"kind": kind, **params}, store, time.perf_counter() - start)
+    runs = {"exact": flat, **{name: store for name, (_, store, _) in stores.items()}}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    hits: dict[str, list[tuple[list[float], list[int]]]] = {name: [] for name in runs}
+    for i, vector in enumerate(asked):
+        for name in rotated(tuple(runs), i):
+            begin = time.perf_counter()
+            scores, found = runs[name].search([vector], k=10)
+            times[name].append(time.perf_counter() - begin)
+            hits[name].append((scores[0], found[0]))
+    lines = []
+    for name, (params, _, build_s) in stores.items():
+        by_id = tie_aware = 0
+        for (truth_scores, truth), (scores, found) in zip(hits["exact"], hits[name], strict=True):
+            by_id += len(set(truth) & set(found))
+            tie_aware += sum(score >= truth_scores[-1] - 1e-6 for score in scores)
+        lines.append({"bench": "query_scaling", "scenario": "index_recall", "vectors": count, "dim": dim,
+                      **params, "build_s": round(build_s, 1), "recall_at_10": round(by_id / (10 * len(asked)), 4),
+                      "tie_aware_recall_at_10": round(tie_aware / (10 * len(asked)), 4),
+                      "flat_p50_ms": ms(percentile(times["exact"], 0.5)), "p50_ms": ms(percentile(times[name], 0.5)),
+                      "queries": len(asked), **memory_mb(), "loadavg": loadavg()})
     return lines
 
 
@@ -439,6 +450,9 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a tag for this run (before/after)")
     parser.add_argument("--index-recall", type=positive_int, nargs="+", default=None, metavar="VECTORS",
                         help="measure FLAT against IVF and HNSW at these vector counts instead")
+    parser.add_argument("--index-kinds", nargs="+", choices=[kind for kind, _, _ in INDEX_CHOICES],
+                        default=[kind for kind, _, _ in INDEX_CHOICES],
+                        help="with --index-recall: the kinds to measure")
     parser.add_argument("--fts5-shapes", action="store_true",
                         help="time FTS5 query shapes on the cached SQLite stores of --sizes instead (needs them built)")
     parser.add_argument("--detail-column", action="store_true", help="with --fts5-shapes: also a detail=column copy")
@@ -460,7 +474,7 @@ def main() -> None:
     corpus = Corpus(args.dim)
     if args.index_recall:
         for count in args.index_recall:
-            for measured in index_recall_lines(corpus, count, args.dim, args.queries):
+            for measured in index_recall_lines(corpus, count, args.dim, args.queries, args.index_kinds):
                 emit(measured)
         return
     if args.fts5_shapes:

@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from pydantic import field_validator
 
+from mx_rag.retrievers.call_settings import CallSettings
 from mx_rag.retrievers.full_text_retriever import FullTextRetriever, full_text_documents
 from mx_rag.retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from mx_rag.retrievers.retriever import Retriever
@@ -27,6 +32,28 @@ __all__ = ["FullTextRetriever", "HybridRetriever"]
 DENSE_WEIGHT = 2.0
 FETCH_PER_K = 4  # fetch_k = 4k when not given
 SUBJECT_LINKS = 1
+# Threads that run keyword searches beside the calling thread's dense search (FAISS and SQLite
+# release the GIL while they search). A question whose keyword search has not started by the time
+# its dense side is done runs it itself, so a busy pool never makes a question wait.
+KEYWORD_THREADS = 8
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _keyword_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=KEYWORD_THREADS, thread_name_prefix="mx_rag-keyword")
+        return _pool
+
+
+def _forget_pool() -> None:  # a forked child has none of its parent's threads
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 class HybridRetriever(Retriever):
@@ -39,6 +66,7 @@ class HybridRetriever(Retriever):
     the fused ranking and defaults to 1 here (0 in ``Retriever``). The defaults are measured:
     see ``DENSE_WEIGHT``. Usable anywhere a ``Retriever`` goes; documents carry ``rrf_score``.
     ``invoke`` takes ``k``, ``score_threshold`` (dense side only) and ``filter_dict`` for one call.
+    The keyword search runs on a pool thread while the calling thread runs the dense one.
 
     Example:
         >>> HybridRetriever(vector_store=vs, document_store=ds, embed_func=emb.embed_documents, k=5)  # doctest: +SKIP
@@ -70,9 +98,17 @@ class HybridRetriever(Retriever):
         check_str("query", query, 1, TEXT_MAX_LEN)
         settings = self._call_settings(kwargs)
         candidates = dataclasses.replace(settings, k=self.fetch_k or min(FETCH_PER_K * settings.k, MAX_TOP_K))
-        dense_docs = self._dense_documents(query, candidates)
-        with stage("query.keyword_search", k=candidates.k):
-            keyword_docs = full_text_documents(self.document_store, query, candidates)
+        keyword = _keyword_pool().submit(contextvars.copy_context().run, self._keyword_documents, query, candidates)
+        try:
+            dense_docs = self._dense_documents(query, candidates)
+        except BaseException:
+            keyword.cancel()
+            raise
+        keyword_docs = self._keyword_documents(query, candidates) if keyword.cancel() else keyword.result()
         with stage("query.fusion"):
             fused = reciprocal_rank_fusion([dense_docs, keyword_docs], k=self.rrf_k, weights=(self.dense_weight, 1.0))
         return self._with_subjects(fused, settings)[: settings.k]
+
+    def _keyword_documents(self, query: str, candidates: CallSettings) -> list[Document]:
+        with stage("query.keyword_search", k=candidates.k):
+            return full_text_documents(self.document_store, query, candidates)

@@ -56,6 +56,37 @@ def test_hybrid_fuses_dense_and_keyword(stores) -> None:  # type: ignore[no-unty
     assert all(d.metadata["rrf_score"] > 0 for d in docs)
 
 
+def test_a_question_whose_keyword_thread_is_busy_searches_in_its_own_thread(stores) -> None:  # type: ignore[no-untyped-def]
+    """The keyword side runs on a pool thread beside the dense side; with every pool thread held,
+    the question does it itself and gets the same documents."""
+    import threading
+
+    from mx_rag.retrievers import hybrid
+
+    docstore, vectors, embed = stores
+    r = HybridRetriever(vector_store=vectors, document_store=docstore, embed_func=embed.embed_documents, k=3)
+    expected = [(d.page_content, d.metadata["rrf_score"]) for d in r.invoke("apt-get 安装 packages")]
+    threads: set[str] = set()
+    search = docstore.full_text_search
+
+    def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.add(threading.current_thread().name)
+        return search(*args, **kwargs)
+
+    docstore.full_text_search = watched
+    assert [(d.page_content, d.metadata["rrf_score"]) for d in r.invoke("apt-get 安装 packages")] == expected
+    assert any(name.startswith("mx_rag-keyword") for name in threads)  # (subject links search in the caller's)
+    release = threading.Event()
+    held = [hybrid._keyword_pool().submit(release.wait, 30) for _ in range(hybrid.KEYWORD_THREADS)]
+    try:
+        threads.clear()
+        assert [(d.page_content, d.metadata["rrf_score"]) for d in r.invoke("apt-get 安装 packages")] == expected
+        assert threads == {threading.current_thread().name}
+    finally:
+        release.set()
+    assert all(future.result(5) for future in held)
+
+
 def test_reciprocal_rank_fusion_orders_by_summed_reciprocal_ranks() -> None:
     from langchain_core.documents import Document
 

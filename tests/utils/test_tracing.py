@@ -62,10 +62,16 @@ def test_every_stage_of_an_ingestion_and_a_question_is_a_span(exporter: object, 
             retriever=kb.scoped(HybridRetriever(vector_store=vectors, document_store=chunks, embed_func=embed, k=3)),
             reranker=TEIReranker(url=server.url("/rerank"), k=1, client_param=client),
         )
-        answers = list(chain.query("Which key opens the Lockers?", LLMParameterConfig(stream=True)))
+        from opentelemetry.sdk.trace import TracerProvider
+
+        with TracerProvider().get_tracer("app").start_as_current_span("question") as question:  # the caller's span
+            answers = list(chain.query("Which key opens the Lockers?", LLMParameterConfig(stream=True)))
     assert answers[-1]["result"] == "The blue key."
     spans = {span.name: span for span in exporter.get_finished_spans()}  # type: ignore[attr-defined]
     assert set(spans) >= QUERY
+    # every stage is a child of the caller's span, the keyword search too (it runs on a pool thread)
+    assert {spans[name].parent.span_id for name in QUERY - {"mxrag.query.llm_first_token"}} == {
+        question.get_span_context().span_id}
     first, whole = spans["mxrag.query.llm_first_token"], spans["mxrag.query.llm"]
     assert first.parent.span_id == whole.context.span_id and first.end_time <= whole.end_time
 
