@@ -4,7 +4,7 @@
 One class, ``FaissIndex``, hides how each index kind stores caller ids:
 
 * ``FLAT``: ``IndexIDMap2(IndexFlat)``; exact search. From ``quantize_from`` vectors on (default
-  200,000), an unfiltered search takes its ``REFINE_FACTOR * k`` best candidates from an 8-bit
+  100,000), an unfiltered search takes its ``REFINE_FACTOR * k`` best candidates from an 8-bit
   scalar-quantised copy (a quarter of the memory, scanned about twice as fast) and scores them
   exactly on the flat vectors. The copy lives in memory only: built at the first such search,
   kept in step with adds and removals, and not written to the file.
@@ -41,7 +41,7 @@ PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
     "IVF": {"nlist": (1, 65536), "nprobe": (1, 65536), "train_size": (1, 2**31 - 1)},
 }
 DEFAULTS: dict[str, dict[str, int]] = {
-    "FLAT": {"quantize_from": 200_000},
+    "FLAT": {"quantize_from": 100_000},
     "HNSW": {"M": 32, "efConstruction": 40, "efSearch": 64},
     "IVF": {"nlist": 100, "nprobe": 8},
 }

@@ -62,7 +62,7 @@ class MindFAISS(VectorStore):
             ``train_size`` vectors exist, exact search before that).
         metric_type: ``"IP"``, ``"L2"`` or ``"COSINE"`` (inputs are normalised for you).
         auto_save: save after every ``add``/``delete``/``update`` call.
-        index_params: ``{"quantize_from"}`` for FLAT (from this many vectors, default 200,000,
+        index_params: ``{"quantize_from"}`` for FLAT (from this many vectors, default 100,000,
             unfiltered searches score exactly the ``4 * k`` best candidates of an in-memory 8-bit
             copy: about twice as fast), ``{"M", "efConstruction", "efSearch"}`` for HNSW,
             ``{"nlist", "nprobe", "train_size"}`` for IVF.
