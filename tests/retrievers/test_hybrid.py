@@ -62,11 +62,17 @@ def test_the_keyword_search_runs_beside_the_dense_one_while_it_is_slow(stores) -
     threads are all busy. The documents are the same either way."""
     import math
     import threading
+    import time
 
     from mx_rag.retrievers import hybrid
 
     docstore, vectors, embed = stores
-    r = HybridRetriever(vector_store=vectors, document_store=docstore, embed_func=embed.embed_documents, k=3)
+
+    def slow_embed(texts: list[str]) -> list[list[float]]:  # a dense side slow enough for the pool thread to start
+        time.sleep(0.2)
+        return embed.embed_documents(texts)
+
+    r = HybridRetriever(vector_store=vectors, document_store=docstore, embed_func=slow_embed, k=3)
     threads: list[str] = []
     search = docstore.full_text_search
 
