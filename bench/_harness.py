@@ -126,6 +126,19 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def recall_against(exact: Sequence[tuple[list[float], list[int]]],
+                   found: Sequence[tuple[list[float], list[int]]]) -> dict[str, float]:
+    """Recall of ``found`` against ``exact`` hits, each ``(scores, ids)`` per question, best first
+    and higher better: by ids, and tie-aware (a hit counts when it scores at least the exact
+    last one: vectors that tie make recall by ids understate a search)."""
+    by_id = tie_aware = total = 0
+    for (truth_scores, truth), (scores, ids) in zip(exact, found, strict=True):
+        by_id += len(set(truth) & set(ids))
+        tie_aware += sum(score >= truth_scores[-1] - 1e-6 for score in scores)
+        total += len(truth)
+    return {"recall": round(by_id / max(total, 1), 4), "tie_aware_recall": round(tie_aware / max(total, 1), 4)}
+
+
 def ms(seconds: float, digits: int = 3) -> float:
     return round(seconds * 1000, digits)
 

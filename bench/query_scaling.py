@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _harness import emit, environment, loadavg, memory_mb, ms, percentile, positive_int, rotated
+from _harness import emit, environment, loadavg, memory_mb, ms, percentile, positive_int, recall_against, rotated
 
 from mx_rag.knowledge import KnowledgeDB, KnowledgeStore
 from mx_rag.knowledge._prepared import PreparedFile
@@ -311,7 +311,6 @@ def chunk_vectors(corpus: Corpus, count: int) -> np.ndarray:
 # (kind, knob, settings): FLAT's quantised copy (REFINE_FACTOR * k candidates scored exactly) on
 # from the first vector, IVF with 1/16 and 1/4 of its lists probed, HNSW at two efSearch
 INDEX_CHOICES = (("FLAT", "quantize_from", (1,)), ("IVF", "nprobe", (16, 4)), ("HNSW", "efSearch", (64, 256)))
-EXACT_FLAT = 2**62  # quantize_from past any size: every search scans the flat vectors
 
 
 def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int, kinds: list[str]) -> list[dict[str, Any]]:
@@ -325,7 +324,7 @@ def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int, kinds
     asked = HashEmbedding(dim).embed_documents(corpus.queries(queries))
     nlist = max(1, int(4 * count**0.5))
     stores: dict[str, tuple[dict[str, Any], Any, float]] = {}
-    flat = MindFAISS(x_dim=dim, load_local_index=None, index_params={"quantize_from": EXACT_FLAT})
+    flat = MindFAISS(x_dim=dim, load_local_index=None, index_params={"quantize_from": count + 1})
     flat.add(ids, vectors, document_id=1)
     for kind, knob, settings in INDEX_CHOICES:
         for setting in settings if kind in kinds else ():
@@ -347,13 +346,10 @@ def index_recall_lines(corpus: Corpus, count: int, dim: int, queries: int, kinds
             hits[name].append((scores[0], found[0]))
     lines = []
     for name, (params, _, build_s) in stores.items():
-        by_id = tie_aware = 0
-        for (truth_scores, truth), (scores, found) in zip(hits["exact"], hits[name], strict=True):
-            by_id += len(set(truth) & set(found))
-            tie_aware += sum(score >= truth_scores[-1] - 1e-6 for score in scores)
+        recall = recall_against(hits["exact"], hits[name])
         lines.append({"bench": "query_scaling", "scenario": "index_recall", "vectors": count, "dim": dim,
-                      **params, "build_s": round(build_s, 1), "recall_at_10": round(by_id / (10 * len(asked)), 4),
-                      "tie_aware_recall_at_10": round(tie_aware / (10 * len(asked)), 4),
+                      **params, "build_s": round(build_s, 1), "recall_at_10": recall["recall"],
+                      "tie_aware_recall_at_10": recall["tie_aware_recall"],
                       "flat_p50_ms": ms(percentile(times["exact"], 0.5)), "p50_ms": ms(percentile(times[name], 0.5)),
                       "queries": len(asked), **memory_mb(), "loadavg": loadavg()})
     return lines
