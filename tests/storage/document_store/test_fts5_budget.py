@@ -137,7 +137,7 @@ def test_the_vocabulary_table_is_added_to_an_existing_database(tmp_path: Path, m
         monkeypatch.setattr(ft, "ROW_BUDGET", 3)
         monkeypatch.setattr(ft, "PAIR_BUDGET", 3)
         assert [c for c, _ in hits(store, "quokka common")] == [ids["quokka alone"], ids["zephyr again with quokka"]]
-        # the remembered word counts follow writes: quokka becomes common, zephyr is now the rarer word
+        # the word counts follow writes: quokka becomes common, zephyr is now the rarer word
         for i in range(5):
             store.add([MxDocument(f"quokka number {i}", {}, "q.txt")], 4)
         found = [c for c, _ in hits(store, "quokka zephyr")]
@@ -145,3 +145,67 @@ def test_the_vocabulary_table_is_added_to_an_existing_database(tmp_path: Path, m
         assert len(found) == 2
     finally:
         store.close()
+
+
+def counts(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """(the word counts the writes keep, with '' the chunk count; fts5vocab's, with the index's rows)."""
+    with sqlite3.connect(path) as conn:
+        kept = dict(conn.execute("SELECT term, doc FROM chunks_table_fts_df"))
+        vocab = dict(conn.execute("SELECT term, doc FROM chunks_table_fts_vocab"))
+        vocab[""] = conn.execute("SELECT count(*) FROM chunks_table_fts").fetchone()[0]
+    return kept, vocab
+
+
+def test_the_word_counts_follow_adds_updates_and_deletes(tmp_path: Path) -> None:
+    path = tmp_path / "sql.db"
+    store = SQLiteDocstore(db_path=path)
+    try:
+        ids = fill(store)
+        store.add([MxDocument("Café crème with the café's quokka", {}, "c.txt")], 5)
+        kept, vocab = counts(path)
+        assert kept == vocab and kept["common"] == COMMON + 1 and kept["cafe"] == 1
+        store.update([ids["quokka alone"]], ["zephyr alone now"])
+        store.delete(1)  # the COMMON chunks: "usual" and "fill" are in no chunk any more
+        kept, vocab = counts(path)
+        assert kept == vocab and kept["quokka"] == 2 and kept["zephyr"] == 3 and "usual" not in kept
+        assert kept[""] == 4
+    finally:
+        store.close()
+
+
+def test_counts_written_past_are_read_from_the_vocabulary_then_counted_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sql.db"
+    store = SQLiteDocstore(db_path=path)
+    ids = fill(store)
+    monkeypatch.setattr(ft, "ROW_BUDGET", 3)
+    monkeypatch.setattr(ft, "PAIR_BUDGET", 3)
+    with sqlite3.connect(path) as conn:  # a writer that does not keep the counts (an older mx_rag)
+        for i in range(5):
+            conn.execute("INSERT INTO chunks_table (document_id, document_name, chunk_content, chunk_metadata) "
+                         "VALUES (4, 'q.txt', ?, '{}')", (f"quokka number {i}",))  # fmt: skip
+            conn.execute("INSERT INTO chunks_table_fts (rowid, tokens) VALUES (last_insert_rowid(), ?)",
+                         (f"quokka number {i}",))  # fmt: skip
+    try:  # quokka is in 7 chunks now, zephyr in 2: the rarer word is zephyr, as the vocabulary says
+        found = [c for c, _ in hits(store, "quokka zephyr")]
+        assert found[:2] == [ids["zephyr again with quokka"], ids["the zephyr word is rare and common here"]]
+        kept, vocab = counts(path)
+        assert kept["quokka"] == 2 and vocab["quokka"] == 7
+    finally:
+        store.close()
+    SQLiteDocstore(db_path=path).close()  # the next open counts afresh
+    kept, vocab = counts(path)
+    assert kept == vocab
+
+
+def test_a_database_written_before_the_word_counts_gets_them(tmp_path: Path) -> None:
+    path = tmp_path / "sql.db"
+    store = SQLiteDocstore(db_path=path)
+    fill(store)
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE chunks_table_fts_df")
+    SQLiteDocstore(db_path=path).close()
+    kept, vocab = counts(path)
+    assert kept == vocab and kept["zephyr"] == 2
