@@ -6,8 +6,8 @@ it), the same 30 questions as there: ``SQLiteDocstore.full_text_search(q, top_k=
 above ``full_text.ROW_BUDGET``; see ``Fts5Index``) against FTS5's exact BM25 over the OR of the
 question's words (the SQL the store runs below the budget), in rotating order. Per pair budget
 (``--pair-budgets``, ``full_text.PAIR_BUDGET``): the p50/p90 ms of both, ``cold`` being the first
-pass of a new store object (word counts read from the ``fts5vocab`` table) and ``warm`` the second
-(counts remembered), and the mean overlap of the top 20 with the exact top 20.
+pass of a new store object (new connections: SQLite's page cache empty) and ``warm`` the second,
+and the mean overlap of the top 20 with the exact top 20.
 
 Run::
 
@@ -46,7 +46,7 @@ def main() -> None:
     texts = Corpus(128).queries(args.queries)
     for documents in args.sizes:
         db = args.cache_dir / f"faiss-{documents}-d128" / "sql.db"
-        SQLiteDocstore(db_path=db).close()  # adds the vocabulary table to a store built before it
+        SQLiteDocstore(db_path=db).close()  # adds the word counts to a store built before them
         raw = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         exact_top = [{row[0] for row in raw.execute(EXACT, (fts5_match(query_tokens(text)), TOP))} for text in texts]
         for budget in args.pair_budgets:

@@ -370,9 +370,9 @@ class Fts5Index(FullTextIndex):
         """The best ``top_k`` candidates by their BM25 score over all of ``tokens``."""
         fetch = max(top_k, RESCORED)
         quoted = [fts5_match([token]) for token in pruned.paired]
-        # chunks holding two of them: each word AND any of the commoner ones after it. FTS5 reads a
-        # word's chunk list once for each time it appears: (n - 1)(n + 2) / 2 lists, all pairs n(n - 1)
-        pairs = " OR ".join(f"({word} AND ({' OR '.join(quoted[i + 1 :])}))" for i, word in enumerate(quoted[:-1]))
+        # chunks holding two of them: each word AND any rarer one. FTS5 reads a word's chunk list once
+        # for each time it appears: the commonest word's once, where the n(n - 1) / 2 pairs read each n - 1 times
+        pairs = " OR ".join(f"({word} AND ({' OR '.join(quoted[:i])}))" for i, word in enumerate(quoted) if i)
         candidates = [row.id for row in conn.execute(self._ranked_match(table, pairs, fetch, document_ids))]
         if len(candidates) < fetch:
             single = self._ranked_match(table, fts5_match(pruned.single), fetch, document_ids)
