@@ -216,23 +216,23 @@ class Fts5Index(FullTextIndex):
         conn.exec_driver_sql(f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.vocab} USING fts5vocab({self.name}, 'row')")
         conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {self.df} (term TEXT PRIMARY KEY, doc INTEGER NOT NULL) "
                              "WITHOUT ROWID")  # fmt: skip
-        rows = self._rows(conn)
+        rows = (self._averages(conn) or [0])[0]
         if conn.exec_driver_sql(f"SELECT doc FROM {self.df} WHERE term = ''").scalar() != rows:
             self._recount(conn, rows)
         if not found and backfill:
             self._backfill(conn, table)
 
-    def _rows(self, conn: Connection) -> int:
-        """Chunks in the index, from FTS5's averages record (0 while it has none)."""
+    def _averages(self, conn: Connection) -> list[int]:
+        """FTS5's averages record: chunks in the index, then tokens per column (empty while it has none)."""
         averages = conn.exec_driver_sql(f"SELECT block FROM {self.name}_data WHERE id = 1").scalar()
-        return _varints(bytes(averages))[0] if averages else 0
+        return _varints(bytes(averages)) if averages else []
 
     def _recount(self, conn: Connection, rows: int) -> None:
         """Fill the word counts from the ``fts5vocab`` table (2 s for a million chunks)."""
         started = time.perf_counter()
         conn.exec_driver_sql(f"DELETE FROM {self.df}")
         conn.exec_driver_sql(f"INSERT INTO {self.df} (term, doc) SELECT term, doc FROM {self.vocab}")
-        conn.exec_driver_sql(f"INSERT OR REPLACE INTO {self.df} (term, doc) VALUES ('', ?)", (rows,))
+        conn.exec_driver_sql(f"INSERT INTO {self.df} (term, doc) VALUES ('', ?)", (rows,))
         logger.info("counted the words of %d chunks of %s in %.1f s", rows, self.name, time.perf_counter() - started)
 
     def _count(self, conn: Connection, texts: Sequence[str], sign: int) -> None:
@@ -241,8 +241,8 @@ class Fts5Index(FullTextIndex):
         counts[""] = len(texts)
         upsert = f"INSERT INTO {self.df} (term, doc) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET doc = doc + ?"
         conn.exec_driver_sql(upsert, [(term, sign * n, sign * n) for term, n in counts.items()])
-        if sign < 0:
-            gone = [(term,) for term in counts if term]
+        gone = [(term,) for term in counts if term] if sign < 0 else []
+        if gone:  # none when the deleted chunks hold no word
             conn.exec_driver_sql(f"DELETE FROM {self.df} WHERE term = ? AND doc <= 0", gone)
 
     def _backfill(self, conn: Connection, table: Table) -> None:
@@ -330,10 +330,10 @@ class Fts5Index(FullTextIndex):
         """How to prune the query, or None to search exactly."""
         if len(tokens) < 2:
             return None
-        averages = conn.exec_driver_sql(f"SELECT block FROM {self.name}_data WHERE id = 1").scalar()
+        averages = self._averages(conn)
         if not averages:
             return None
-        rows, *lengths = _varints(bytes(averages))
+        rows, *lengths = averages
         counts = self._word_counts(conn, tokens, rows)
         rarest = sorted((token for token in tokens if counts[token]), key=lambda token: counts[token])
         if sum(counts.values()) <= ROW_BUDGET or len(rarest) < 2:

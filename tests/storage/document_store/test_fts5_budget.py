@@ -166,6 +166,8 @@ def test_the_word_counts_follow_adds_updates_and_deletes(tmp_path: Path) -> None
         assert kept == vocab and kept["common"] == COMMON + 1 and kept["cafe"] == 1
         store.update([ids["quokka alone"]], ["zephyr alone now"])
         store.delete(1)  # the COMMON chunks: "usual" and "fill" are in no chunk any more
+        store.add([MxDocument("!!! ---", {}, "p.txt")], 6)  # a chunk without a word
+        store.delete(6)
         kept, vocab = counts(path)
         assert kept == vocab and kept["quokka"] == 2 and kept["zephyr"] == 3 and "usual" not in kept
         assert kept[""] == 4
