@@ -88,7 +88,8 @@ def test_the_keyword_search_runs_beside_the_dense_one_while_it_is_slow(stores) -
 
     expected = ask()  # the first question: beside
     assert threads[0].startswith("mx_rag-keyword")  # (subject links search in the caller's thread)
-    assert r._keyword_s < hybrid.BESIDE_FROM_S and ask() == expected  # five documents: quick, so in the caller's
+    r._keyword_s = hybrid.BESIDE_FROM_S / 2  # as after a quick one (five documents: about 1 ms)
+    assert ask() == expected
     assert not any(name.startswith("mx_rag-keyword") for name in threads)
     release = threading.Event()
     held = [hybrid._keyword_pool().submit(release.wait, 30) for _ in range(hybrid.KEYWORD_THREADS)]
